@@ -1,0 +1,167 @@
+# SPDX-License-Identifier: MIT
+# The one entry point. `make help` lists every target. Every output goes under build/.
+
+# --- variables you may override (make VAR=value) ---------------------------------------------
+# gpu: nvcc and a real GPU; cpu: the emulator in emu/ with the host compiler; auto: gpu when a
+# GPU is really usable here, else cpu
+BACKEND   ?= auto
+NVCC      ?= nvcc
+# the GPU architecture; by default the visible GPU's own (native), else sm_90 (Hopper)
+ARCH      ?=
+NVCCFLAGS ?= -O3 -lineinfo
+PYTHON    ?= python3
+# the chapter for `make run`, e.g. CH=01 or CH=01_threads_blocks_grids
+CH        ?= 00
+ARGS      ?=
+BUILD     ?= build
+# extra CTest arguments, e.g. CTEST_ARGS="-R 01.2"
+CTEST_ARGS ?=
+
+# --- what there is ------------------------------------------------------------------------------
+CHAPTERS  := $(notdir $(wildcard solutions/[0-9][0-9]_*))
+COMMON_H  := $(wildcard common/*.h)
+CU_ALL    := $(wildcard chapters/*/*.cu solutions/*/*.cu)
+
+HAVE_NVCC := $(shell command -v $(NVCC) >/dev/null 2>&1 && echo yes)
+HAVE_GPU  := $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU' && echo yes)
+ifeq ($(BACKEND),auto)
+  B := $(if $(and $(HAVE_NVCC),$(HAVE_GPU)),gpu,cpu)
+else
+  B := $(BACKEND)
+endif
+ifeq ($(filter $(B),gpu cpu),)
+  $(error BACKEND must be gpu, cpu or auto (got '$(BACKEND)'))
+endif
+ifeq ($(ARCH),)
+  ARCH := $(if $(HAVE_GPU),native,sm_90)
+endif
+
+# Python with NumPy: $(PYTHON) if it has it, else a virtual environment made under build/.
+PY_HAS_NUMPY := $(shell $(PYTHON) -c 'import numpy' >/dev/null 2>&1 && echo yes)
+ifeq ($(PY_HAS_NUMPY),yes)
+  PY       := $(PYTHON)
+  PY_READY :=
+else
+  PY       := $(BUILD)/venv/bin/python
+  PY_READY := $(BUILD)/venv/.ready
+endif
+
+# Required nvcc flags live here, not in NVCCFLAGS, so `make NVCCFLAGS="-G -O0"` cannot drop them.
+TUT_NVCC  := -std=c++17 -arch=$(ARCH) -Icommon -Xcompiler -fPIC
+# The emulator's build rules and flags (EMU_REWRITE, EMU_RUNTIME, EMU_CXXFLAGS, EMU_LDLIBS).
+-include emu/emu.mk
+
+LIBS_gpu  = $(foreach t,chapters solutions,$(CHAPTERS:%=$(BUILD)/gpu/$(t)/lib%.so))
+LIBS_cpu  = $(foreach t,chapters solutions,$(CHAPTERS:%=$(BUILD)/cpu/$(t)/lib%.so))
+RESULTS   := $(BUILD)/results/$(B)
+
+.DEFAULT_GOAL := all
+.SECONDEXPANSION:
+.DELETE_ON_ERROR:
+
+# --- building -----------------------------------------------------------------------------------
+all: $(LIBS_$(B)) $(BUILD)/BACKEND ## build every chapter, exercises and solutions (BACKEND=$(B))
+
+# Python reads this to know which backend `make` built when a driver is run by hand.
+$(BUILD)/BACKEND: FORCE
+	@mkdir -p $(@D)
+	@echo $(B) | cmp -s - $@ || echo $(B) > $@
+
+$(BUILD)/gpu/common/tut_check.o: common/tut_check.cu $(COMMON_H) | nvcc-present
+	@mkdir -p $(@D)
+	$(NVCC) $(TUT_NVCC) $(NVCCFLAGS) -c -o $@ $<
+
+# One shared library per chapter and tree, from the chapter's .cu files and the common helpers.
+# ch04 also links cuBLAS: its reference matrix multiply is the ceiling the lesson compares with.
+LDLIBS_04_shared_memory := -lcublas
+define gpu_lib
+$(BUILD)/gpu/$(1)/lib%.so: $$$$(wildcard $(1)/$$$$*/*.cu) $(COMMON_H) $(BUILD)/gpu/common/tut_check.o
+	@mkdir -p $$(@D)
+	$$(NVCC) $$(TUT_NVCC) $$(NVCCFLAGS) -shared -o $$@ $$(filter %.cu,$$^) $(BUILD)/gpu/common/tut_check.o $$(LDLIBS_$$*)
+endef
+$(foreach t,chapters solutions,$(eval $(call gpu_lib,$(t))))
+
+# The cpu backend: the emulator rewrites each .cu (kernel launches, extern __shared__; #line keeps
+# errors on your .cu lines), then the host compiler builds it with the emulator's headers.
+$(BUILD)/cpu/common/tut_check.o: common/tut_check.cu $(COMMON_H) $(EMU_REWRITE) $(EMU_HEADERS)
+	@mkdir -p $(@D)
+	$(EMU_REWRITE) $< $(@D)/tut_check.cpp
+	$(CXX) $(EMU_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -c -o $@ $(@D)/tut_check.cpp
+define cpu_lib
+$(BUILD)/cpu/$(1)/lib%.so: $$$$(wildcard $(1)/$$$$*/*.cu) $(COMMON_H) $(BUILD)/cpu/common/tut_check.o $$(EMU_REWRITE) $$(EMU_RUNTIME) $$(EMU_HEADERS)
+	@mkdir -p $$(@D)/obj/$$*
+	for f in $$(filter %.cu,$$^); do $$(EMU_REWRITE) $$$$f $$(@D)/obj/$$*/$$$$(basename $$$$f .cu).cpp || exit 1; done
+	$$(CXX) $$(EMU_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -shared -o $$@ $$(@D)/obj/$$*/*.cpp $(BUILD)/cpu/common/tut_check.o -Wl,--whole-archive $$(EMU_RUNTIME) -Wl,--no-whole-archive $$(EMU_LDLIBS)
+endef
+$(foreach t,chapters solutions,$(eval $(call cpu_lib,$(t))))
+
+# --- Python -------------------------------------------------------------------------------------
+$(BUILD)/venv/.ready: requirements.txt
+	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { echo "error: $(PYTHON) cannot make a virtual environment: install python3-venv (Debian/Ubuntu: apt-get install python3-venv), or a $(PYTHON) that has NumPy"; exit 1; }
+	$(PYTHON) -m venv $(BUILD)/venv
+	$(BUILD)/venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+python: $(PY_READY) ## make sure Python has NumPy (a venv under build/ if needed)
+
+# --- running and checking -----------------------------------------------------------------------
+CH_DIR = $(firstword $(wildcard chapters/$(CH) chapters/$(CH)_*))
+run: all python ## run a chapter: make run CH=01 ARGS="--check" (or --bench, --help)
+	@test -n "$(CH_DIR)" || { echo "error: no chapter matches CH=$(CH) (try: make run CH=00)"; exit 1; }
+	TUT_BACKEND=$(B) $(PY) $(CH_DIR)/driver.py $(ARGS)
+
+bench: all python ## every chapter's --bench on the solutions (real numbers need BACKEND=gpu)
+	@for d in $(CHAPTERS); do TUT_BACKEND=$(B) TUT_TREE=solutions $(PY) chapters/$$d/driver.py --bench || exit 1; done
+
+# CTest runs one process per exercise, each with a timeout, so a kernel that crashes or hangs
+# fails only its own exercise. The summary is read from the JSON results, not from stdout.
+ctest_run = cmake -S tests -B $(BUILD)/tests/$(1) -DMODE=$(1) -DBACKEND=$(B) -DPYTHON=$(abspath $(PY)) -DBUILD_DIR=$(abspath $(BUILD)) >/dev/null && \
+	rm -rf $(RESULTS)/$(1) && \
+	{ ctest --test-dir $(BUILD)/tests/$(1) --output-on-failure --output-junit junit.xml $(CTEST_ARGS); rc=$$?; \
+	  $(PY) tools/summary.py $(RESULTS)/$(1); exit $$rc; }
+
+check: cmake-present all python ## your exercises: build, test each one, print a summary
+	@$(call ctest_run,student)
+
+check-solutions: cmake-present all python ## the same tests on solutions/ (they must all pass)
+	@$(call ctest_run,solutions)
+
+# Everything a maintainer and CI run: generated exercises up to date, every .cu compiles with
+# nvcc, unit tests of common/ and emu/, every solution passes (on the cpu backend in both thread
+# orders), every exercise stub fails, and a GPU build without a driver raises CudaError.
+test: cmake-present exercises-check nvcc-compile all python emu-tests $(if $(HAVE_NVCC),$(BUILD)/gpu/solutions/lib00_device_query.so) ## everything maintainers and CI run
+	@$(call ctest_run,maintainer)
+
+exercises: python ## regenerate chapters/*/*.cu from solutions/ (after editing a solution)
+	$(PY) tools/exercises.py
+
+exercises-check: python ## fail if chapters/ is not what solutions/ generates
+	$(PY) tools/exercises.py --check
+
+# Compile (not link) every .cu for a real GPU, so CUDA compile errors cannot hide behind the
+# emulator on machines without a GPU. Skipped, with a note, where nvcc is missing.
+NVCC_OBJS := $(patsubst %.cu,$(BUILD)/nvcc-compile/%.o,$(CU_ALL) $(wildcard emu/tests/*.cu emu/tests/*/*.cu))
+nvcc-compile: $(if $(HAVE_NVCC),$(NVCC_OBJS),nvcc-missing-note) ## compile every .cu with nvcc (-arch=sm_90)
+$(BUILD)/nvcc-compile/%.o: %.cu $(COMMON_H)
+	@mkdir -p $(@D)
+	$(NVCC) -std=c++17 -arch=sm_90 -Icommon -c -o $@ $<
+nvcc-missing-note:
+	@echo "note: $(NVCC) not found: skipping the nvcc compile of every .cu"
+
+clean: ## remove build/
+	rm -rf $(BUILD)
+
+help: ## this list
+	@echo "make [target] [BACKEND=gpu|cpu|auto] [CH=NN] [ARGS=...]   (BACKEND now resolves to $(B))"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]*):.*## (.*)/  \1\t\2/' | expand -t 20
+	@echo "variables: BACKEND ARCH NVCC NVCCFLAGS PYTHON CH ARGS BUILD CTEST_ARGS"
+
+# --- prerequisites, each with one line saying what to install -------------------------------
+nvcc-present:
+	@command -v $(NVCC) >/dev/null 2>&1 || { echo "error: $(NVCC) not found: install the CUDA toolkit (13.0 or newer), or use the emulator: make BACKEND=cpu"; exit 1; }
+cmake-present:
+	@command -v cmake >/dev/null 2>&1 && command -v ctest >/dev/null 2>&1 || { echo "error: cmake/ctest not found: install CMake 3.20 or newer (Debian/Ubuntu: apt-get install cmake)"; exit 1; }
+
+FORCE:
+.PHONY: all python run bench check check-solutions test exercises exercises-check nvcc-compile \
+	nvcc-missing-note clean help nvcc-present cmake-present FORCE

@@ -1,0 +1,246 @@
+# SPDX-License-Identifier: MIT
+"""Chapter 01 threads_blocks_grids: drive the kernels from Python and check them against NumPy.
+
+    python3 driver.py            the lesson's demo: ids of a small launch, a launch CUDA refuses
+    python3 driver.py --check    the tests (make check runs each exercise on its own)
+    python3 driver.py --bench    vector add GB/s next to the device-to-device copy bandwidth
+"""
+import ctypes
+import functools
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
+import numpy as np  # noqa: E402
+import tut  # noqa: E402
+
+CH = tut.Chapter(1, "01_threads_blocks_grids")
+I, F, P = ctypes.c_int, ctypes.c_float, ctypes.c_void_p
+
+
+@functools.cache
+def c_api(lib):
+    """Each C function declared once, next to its prototype."""
+    return SimpleNamespace(
+        # int record_ids(int gx, int gy, int gz, int bx, int by, int bz, int *d_out)
+        record_ids=lib.bind("record_ids", [I, I, I, I, I, I, P]),
+        # int launch_empty(int gx, int gy, int gz, int bx, int by, int bz)
+        launch_empty=lib.bind("launch_empty", [I, I, I, I, I, I]),
+        # int vector_add(const float *d_a, const float *d_b, float *d_c, int n, int block)
+        vector_add=lib.bind("vector_add", [P, P, P, I, I]),
+        # int blocks_for(int n, int block)      returns a count, not a status
+        blocks_for=lib.bind("blocks_for", [I, I], status=False),
+        # int matrix_scale_shift(const float *d_in, const float *d_row_scale,
+        #     const float *d_col_shift, float *d_out, int height, int width, int bx, int by)
+        matrix_scale_shift=lib.bind("matrix_scale_shift", [P, P, P, P, I, I, I, I]),
+        # int saxpy_grid_stride(float a, const float *d_x, float *d_y, int n, int blocks,
+        #     int block)
+        saxpy_grid_stride=lib.bind("saxpy_grid_stride", [F, P, P, I, I, I]),
+        # int bench_vector_add(int version, const float *d_a, const float *d_b, float *d_c,
+        #     int n, int reps, float *times_ms)
+        bench_vector_add=lib.bind("bench_vector_add", [I, P, P, P, I, I, tut.c_float_p]),
+    )
+
+
+# ---- Python entry points: check arguments, own the device buffers, return NumPy arrays --------
+def record_ids(lib, grid, block):
+    """Run record_ids_kernel<<<grid, block>>>; returns (gz, gy, gx, bz, by, bx, 6) int32:
+    per thread, threadIdx.x/y/z and blockIdx.x/y/z."""
+    grid, block = tuple(grid), tuple(block)
+    shape = grid[::-1] + block[::-1] + (6,)
+    with tut.DeviceBuffer(lib, int(np.prod(shape)) * 4) as d_out:
+        c_api(lib).record_ids(*grid, *block, d_out.ptr)
+        d_out.check_guards()
+        return d_out.download(np.int32, shape)
+
+
+def vector_add(lib, a, b, block=256):
+    """c = a + b on the GPU, one element per thread."""
+    tut.check_array(a, np.float32, "a", ndim=1)
+    tut.check_array(b, np.float32, "b", shape=a.shape)
+    n = tut.check_count(a.size, "len(a)")
+    tut.check_count(block, "block", maximum=2**31 - 1)   # CUDA, not Python, rejects 0 or 1025
+    with tut.DeviceBuffer.from_array(lib, a) as d_a, tut.DeviceBuffer.from_array(lib, b) as d_b, \
+            tut.DeviceBuffer(lib, a.nbytes) as d_c:
+        c_api(lib).vector_add(d_a.ptr, d_b.ptr, d_c.ptr, n, block)
+        d_c.check_guards()
+        return d_c.download(np.float32, a.shape)
+
+
+def matrix_scale_shift(lib, m, row_scale, col_shift, block=(16, 16)):
+    """out[r, c] = m[r, c] * row_scale[r] + col_shift[c], one thread per element, 2D grid."""
+    tut.check_array(m, np.float32, "m", ndim=2)
+    height, width = m.shape
+    tut.check_array(row_scale, np.float32, "row_scale", shape=(height,))
+    tut.check_array(col_shift, np.float32, "col_shift", shape=(width,))
+    with tut.DeviceBuffer.from_array(lib, m) as d_m, \
+            tut.DeviceBuffer.from_array(lib, row_scale) as d_r, \
+            tut.DeviceBuffer.from_array(lib, col_shift) as d_c, \
+            tut.DeviceBuffer(lib, m.nbytes) as d_out:
+        c_api(lib).matrix_scale_shift(d_m.ptr, d_r.ptr, d_c.ptr, d_out.ptr, height, width,
+                                      *block)
+        d_out.check_guards()
+        return d_out.download(np.float32, m.shape)
+
+
+def saxpy_grid_stride(lib, a, x, y, blocks, block):
+    """a * x + y with a fixed grid of `blocks` x `block` threads, whatever the size."""
+    tut.check_array(x, np.float32, "x", ndim=1)
+    tut.check_array(y, np.float32, "y", shape=x.shape)
+    with tut.DeviceBuffer.from_array(lib, x) as d_x, tut.DeviceBuffer.from_array(lib, y) as d_y:
+        c_api(lib).saxpy_grid_stride(a, d_x.ptr, d_y.ptr, x.size, blocks, block)
+        d_y.check_guards()
+        return d_y.download(np.float32, x.shape)
+
+
+# ---- references -------------------------------------------------------------------------------
+def reference_ids(grid, block):
+    """What every thread should write: its threadIdx then blockIdx, in linear-id order."""
+    gx, gy, gz = grid
+    bx, by, bz = block
+    shape = (gz, gy, gx, bz, by, bx)
+    idx = np.indices(shape)          # idx[k] = the k-th coordinate of each position
+    out = np.stack([idx[5], idx[4], idx[3], idx[2], idx[1], idx[0]], axis=-1)
+    return out.astype(np.int32)
+
+
+def random_f32(rng, *shape):
+    # asymmetric, never all zero: a kernel that swaps a and b or forgets an index shows
+    return (rng.standard_normal(shape) * 3 + 0.5).astype(np.float32)
+
+
+# ---- tests --------------------------------------------------------------------------------------
+@CH.exercise(1, "linear_thread_id: 1D, 2D and 3D launches number every thread once")
+def test_ids(ctx):
+    shapes = [((3, 1, 1), (33, 1, 1)), ((2, 3, 1), (5, 7, 1)), ((2, 3, 4), (4, 2, 3)),
+              ((1, 1, 1), (1, 1, 1)), ((5, 2, 3), (32, 2, 2)), ((1, 1, 70), (1, 1, 64))]
+    if ctx.backend == "gpu":
+        shapes.append(((5000, 3, 1), (256, 1, 1)))
+    for grid, block in shapes:
+        tut.assert_equal(record_ids(ctx.lib, grid, block), reference_ids(grid, block),
+                         name=f"ids of <<<{grid}, {block}>>>")
+
+
+@CH.exercise(2, "vector_add_kernel: c = a + b with the bounds guard")
+def test_vector_add(ctx):
+    for n in ctx.sizes(256):
+        for block in (256, 96):
+            a, b = random_f32(ctx.rng, n), random_f32(ctx.rng, n)
+            tut.assert_close(vector_add(ctx.lib, a, b, block),
+                             a.astype(np.float64) + b, rtol=1e-6, atol=1e-30,
+                             name=f"vector_add n={n} block={block}")
+
+
+@CH.exercise(3, "blocks_for: the ceiling division, even near INT_MAX")
+def test_blocks_for(ctx):
+    api = c_api(ctx.lib)
+    for n in (0, 1, 31, 32, 33, 255, 256, 257, 999_983, 2**31 - 1024, 2**31 - 1):
+        for block in (1, 32, 100, 256, 1024):
+            got, want = api.blocks_for(n, block), -(-n // block)
+            if got != want:
+                raise AssertionError(f"blocks_for({n}, {block}) = {got}, want {want}")
+
+
+@CH.exercise(4, "matrix_scale_shift_kernel: a 2D grid on a matrix whose width != height")
+def test_matrix(ctx):
+    shapes = [(1, 1), (7, 33), (33, 7), (100, 257), (513, 31), (17, 1), (1, 1000)]
+    if ctx.backend == "gpu":
+        shapes.append((3001, 4099))
+    for height, width in shapes:
+        for block in ((16, 16), (32, 4), (8, 32)):
+            m = random_f32(ctx.rng, height, width)
+            r, c = random_f32(ctx.rng, height), random_f32(ctx.rng, width)
+            want = m.astype(np.float64) * r[:, None] + c[None, :]
+            tut.assert_close(matrix_scale_shift(ctx.lib, m, r, c, block), want,
+                             rtol=1e-5, atol=1e-5, name=f"{height}x{width} block={block}")
+
+
+@CH.exercise(5, "saxpy_grid_stride_kernel: correct for any grid size")
+def test_grid_stride(ctx):
+    for n in ctx.sizes(256):
+        for blocks, block in ((1, 32), (3, 128), (7, 96), (4096, 256)):
+            x, y = random_f32(ctx.rng, n), random_f32(ctx.rng, n)
+            a = np.float32(ctx.rng.uniform(0.5, 2.0))
+            want = np.float64(a) * x + y
+            tut.assert_close(saxpy_grid_stride(ctx.lib, a, x, y, blocks, block), want,
+                             rtol=1e-5, atol=1e-6, name=f"saxpy n={n} <<<{blocks}, {block}>>>")
+
+
+@CH.check("errors", "launches CUDA refuses, and bad arguments refused before CUDA")
+def test_errors(ctx):
+    api = c_api(ctx.lib)
+    # Measured on an H200 with CUDA 13.0: each of these is cudaErrorInvalidValue (older books
+    # say cudaErrorInvalidConfiguration). The emulator must say the same.
+    for grid, block in (((1, 1, 1), (1025, 1, 1)), ((1, 1, 1), (0, 1, 1)),
+                        ((1, 70000, 1), (32, 1, 1)), ((1, 1, 1), (32, 32, 2)),
+                        ((1, 1, 1), (1, 1, 65))):
+        try:
+            api.launch_empty(*grid, *block)
+        except tut.CudaError as e:
+            if e.name != "cudaErrorInvalidValue":
+                raise AssertionError(f"<<<{grid}, {block}>>> gave {e.name}, "
+                                     f"want cudaErrorInvalidValue") from e
+        else:
+            raise AssertionError(f"<<<{grid}, {block}>>> launched without an error")
+        api.launch_empty(1, 1, 1, 1024, 1, 1)   # not sticky: the next launch works
+    a = np.ones(10, np.float32)
+    for bad, exc in ((lambda: vector_add(ctx.lib, a.astype(np.float64), a), TypeError),
+                     (lambda: vector_add(ctx.lib, a, a[:9]), ValueError),
+                     (lambda: vector_add(ctx.lib, np.ones(20, np.float32)[::2], a), ValueError),
+                     (lambda: vector_add(ctx.lib, a.tolist(), a), TypeError),
+                     (lambda: vector_add(ctx.lib, a, a, block=-1), ValueError)):
+        try:
+            bad()
+        except exc:
+            pass
+        else:
+            raise AssertionError(f"no {exc.__name__} for a bad argument")
+    empty = np.empty(0, np.float32)
+    assert vector_add(ctx.lib, empty, empty).size == 0   # n = 0: no launch, no error
+    # Far beyond device memory: cudaErrorMemoryAllocation, not sticky, nothing leaked.
+    try:
+        tut.DeviceBuffer(ctx.lib, 1 << 50)
+    except tut.CudaError as e:
+        assert e.name == "cudaErrorMemoryAllocation", e.name
+    else:
+        raise AssertionError("a 1 PiB cudaMalloc succeeded")
+    tut.assert_equal(vector_add(ctx.lib, a, a), 2 * a)
+
+
+# ---- demo and benchmark -----------------------------------------------------------------------
+def demo(lib):
+    ids = record_ids(lib, (2, 1, 1), (4, 1, 1)).reshape(-1, 6)
+    print("record_ids_kernel<<<2, 4>>>: each thread's (threadIdx.x, blockIdx.x) and global id")
+    for gid, row in enumerate(ids):
+        print(f"  threadIdx.x={row[0]} blockIdx.x={row[3]} -> "
+              f"blockIdx.x * blockDim.x + threadIdx.x = {gid}")
+    print("\nA block of 1025 threads is more than any GPU allows (1024):")
+    try:
+        c_api(lib).launch_empty(1, 1, 1, 1025, 1, 1)
+    except tut.CudaError as e:
+        print(f"  CudaError {e.name}: raised from {e.where}\n  {e}")
+    print("\nNext: python3 driver.py --check, or make check")
+
+
+def bench(lib):
+    b = tut.Bench(lib, "01 vector add")
+    n = (1 << 28) if lib.backend == "gpu" else (1 << 20)
+    rng = np.random.default_rng(1)
+    a, x = random_f32(rng, n), random_f32(rng, n)
+    ceiling = b.d2d_copy_gbps(4 * n if lib.backend == "gpu" else 1 << 22)
+    with tut.DeviceBuffer.from_array(lib, a) as d_a, tut.DeviceBuffer.from_array(lib, x) as d_b, \
+            tut.DeviceBuffer(lib, a.nbytes) as d_c:
+        for version, what in ((1, "one element per thread"), (2, "grid-stride, 8 blocks/SM"),
+                              (3, "grid-stride, float4 loads")):
+            ms = tut.median_ms(lambda r, t: c_api(lib).bench_vector_add(
+                version, d_a.ptr, d_b.ptr, d_c.ptr, n, r, t))
+            # correctness before the figure counts: the last timed run's output
+            tut.assert_close(d_c.download(np.float32, n), a.astype(np.float64) + x, rtol=1e-6,
+                             atol=1e-30, name=f"version {version}")
+            b.row(f"vector add v{version}: {what}", 3 * n * 4 / (ms * 1e-3) / 1e9, "GB/s",
+                  ceiling)   # 3 arrays x n x 4 bytes
+
+
+if __name__ == "__main__":
+    sys.exit(CH.main(bench=bench, demo=demo))

@@ -1,0 +1,584 @@
+# SPDX-License-Identifier: MIT
+"""tut: the course's Python side, shared by every chapter's driver.py.
+
+- load_chapter() finds a chapter's shared library for the chosen backend (gpu: real CUDA,
+  cpu: the emulator) and tree (chapters/ = the exercises, solutions/ = the answers);
+- Library.bind() declares one C function once (argtypes, restype, errcheck) and turns a non-zero
+  status into CudaError (CUDA's error name and number, the C file:line) or ExerciseNotDone;
+- check_array()/check_count() refuse bad arguments before any CUDA call;
+- DeviceBuffer owns device memory with poisoned guard zones, so tests catch out-of-bounds writes
+  on a real GPU too;
+- assert_close()/assert_equal() compare against a float64 reference and print the first
+  mismatches (index, got, want);
+- Chapter is the test harness: one id per exercise ("01.2"), exit codes 0 pass / 1 fail /
+  77 cannot run here, JSON results for graders;
+- Bench times with CUDA events in C (median of many runs) and prints ratios to a ceiling
+  measured in the same run.
+"""
+import argparse
+import ctypes
+import json
+import os
+import re
+import statistics
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+
+TUT_ERR_TODO = -1   # same values as common/tut_check.h
+TUT_ERR_ARG = -2
+EXIT_PASS, EXIT_FAIL, EXIT_SKIP = 0, 1, 77
+
+# Lazy module loading makes the first launch of each kernel load code onto the device, which
+# shows up as device memory "leaked" by whichever test ran first. Load everything up front.
+os.environ.setdefault("CUDA_MODULE_LOADING", "EAGER")
+
+# Errors meaning "there is no usable GPU here" rather than "the code is wrong".
+NO_GPU_ERRORS = ("cudaErrorNoDevice", "cudaErrorInsufficientDriver")
+
+# Byte written over every output and guard zone before a test runs. As float32 it reads
+# 3.39e38, as int32 2139062143: no correct kernel produces either by accident.
+POISON_BYTE = 0x7F
+
+
+# ---- exceptions ----------------------------------------------------------------------------
+class CudaError(RuntimeError):
+    """A CUDA call failed. .code is the cudaError_t value, .name its name
+    (cudaErrorInvalidValue...), .where the C file:line, .expr the failing expression."""
+
+    def __init__(self, code, name, message, where="", expr="", diagnostic=""):
+        text = f"{name} ({code}): {message}"
+        if diagnostic:
+            text += "\n" + diagnostic.rstrip()
+        super().__init__(text)
+        self.code, self.name, self.where, self.expr = code, name, where, expr
+        self.diagnostic = diagnostic
+
+
+class ExerciseNotDone(NotImplementedError):
+    """The library reached a TODO(student) hole. .where is its file:line."""
+
+    def __init__(self, where):
+        super().__init__(f"exercise not done yet: TODO(student) at {where}")
+        self.where = where
+
+
+class Skip(Exception):
+    """This test cannot run here (a capability the device lacks): exit code 77."""
+
+
+# ---- where things are ----------------------------------------------------------------------
+def build_dir():
+    return Path(os.environ.get("TUT_BUILD", REPO / "build"))
+
+
+def backend():
+    """gpu or cpu: TUT_BACKEND if set (make sets it), else the backend make last built."""
+    chosen = os.environ.get("TUT_BACKEND")
+    if not chosen:
+        marker = build_dir() / "BACKEND"
+        chosen = marker.read_text().strip() if marker.exists() else "gpu"
+    if chosen not in ("gpu", "cpu"):
+        raise ValueError(f"TUT_BACKEND must be gpu or cpu, not {chosen!r}")
+    return chosen
+
+
+def tree():
+    """chapters (the exercises, default) or solutions: TUT_TREE."""
+    chosen = os.environ.get("TUT_TREE", "chapters")
+    if chosen not in ("chapters", "solutions"):
+        raise ValueError(f"TUT_TREE must be chapters or solutions, not {chosen!r}")
+    return chosen
+
+
+def library_path(chapter, which_tree=None, which_backend=None):
+    return (build_dir() / (which_backend or backend()) / (which_tree or tree())
+            / f"lib{chapter}.so")
+
+
+# ---- loading and binding -------------------------------------------------------------------
+c_size_t_p = ctypes.POINTER(ctypes.c_size_t)
+c_float_p = ctypes.POINTER(ctypes.c_float)
+
+
+class Library:
+    """One chapter's shared library, with the common helpers bound once."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self.cdll = ctypes.CDLL(str(self.path))
+        for name in ("tut_last_error_message", "tut_last_error_name", "tut_last_error_file",
+                     "tut_last_error_expr", "tut_backend", "tut_error_name"):
+            getattr(self.cdll, name).restype = ctypes.c_char_p
+        self.cdll.tut_error_name.argtypes = [ctypes.c_int]
+        for name in ("tut_last_error_code", "tut_last_error_line", "tut_get_last_error"):
+            getattr(self.cdll, name).restype = ctypes.c_int
+        # The emulator records what it saw (kernel, block, thread, allocation) here.
+        self._diag = getattr(self.cdll, "cuemuLastDiagnostic", None)
+        self._clear_diag = getattr(self.cdll, "cuemuClearDiagnostic", None)
+        if self._diag is not None:
+            self._diag.restype = ctypes.c_char_p
+        self.backend = self.cdll.tut_backend().decode()
+
+        self.device_count_raw = self.bind("tut_device_count", [ctypes.POINTER(ctypes.c_int)])
+        self._mem_info = self.bind("tut_mem_info", [c_size_t_p, c_size_t_p])
+        self.malloc_raw = self.bind("tut_malloc", [ctypes.POINTER(ctypes.c_void_p),
+                                                   ctypes.c_size_t])
+        self.free_raw = self.bind("tut_free", [ctypes.c_void_p])
+        self.htod = self.bind("tut_memcpy_htod", [ctypes.c_void_p, ctypes.c_void_p,
+                                                  ctypes.c_size_t])
+        self.dtoh = self.bind("tut_memcpy_dtoh", [ctypes.c_void_p, ctypes.c_void_p,
+                                                  ctypes.c_size_t])
+        self.memset = self.bind("tut_memset", [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t])
+        self.synchronize = self.bind("tut_synchronize", [])
+        self._d2d = self.bind("tut_bench_d2d_copy", [ctypes.c_size_t, ctypes.c_int, c_float_p])
+
+    def bind(self, name, argtypes, restype=ctypes.c_int, status=True):
+        """Declare the C function `name` once. With status=True it returns an int status, and
+        one that is not 0 raises CudaError or ExerciseNotDone; status=False returns a value."""
+        fn = getattr(self.cdll, name)
+        fn.argtypes, fn.restype = argtypes, restype
+        if status:
+            fn.errcheck = self._errcheck
+        return fn
+
+    def _errcheck(self, status, func, args):
+        if status == 0:
+            return status
+        raise self.error(status)
+
+    def diagnostic(self):
+        if self._diag is None:
+            return ""
+        text = (self._diag() or b"").decode(errors="replace")
+        self._clear_diag()
+        return text
+
+    def error(self, status):
+        """The exception for a non-zero status, from the record the C side left."""
+        where = f"{self.cdll.tut_last_error_file().decode()}:{self.cdll.tut_last_error_line()}"
+        if status == TUT_ERR_TODO:
+            return ExerciseNotDone(_relative(where))
+        name = self.cdll.tut_last_error_name().decode()
+        message = self.cdll.tut_last_error_message().decode()
+        expr = self.cdll.tut_last_error_expr().decode()
+        if status == TUT_ERR_ARG:
+            return ValueError(f"the C code refused an argument: {message}")
+        return CudaError(status, name, message, _relative(where), expr, self.diagnostic())
+
+    def error_name(self, code):
+        return self.cdll.tut_error_name(code).decode()
+
+    # -- conveniences over the common helpers --
+    def device_count(self):
+        n = ctypes.c_int(0)
+        self.device_count_raw(ctypes.byref(n))
+        return n.value
+
+    def mem_info(self):
+        """(free, total) device memory in bytes, from cudaMemGetInfo."""
+        free, total = ctypes.c_size_t(0), ctypes.c_size_t(0)
+        self._mem_info(ctypes.byref(free), ctypes.byref(total))
+        return free.value, total.value
+
+    def mem_used(self):
+        free, total = self.mem_info()
+        return total - free
+
+    def clear_last_error(self):
+        """Consume a launch error the C code left in the runtime (returns its code)."""
+        return self.cdll.tut_get_last_error()
+
+
+def _relative(where):
+    try:
+        path, line = where.rsplit(":", 1)
+        return f"{Path(path).resolve().relative_to(REPO)}:{line}"
+    except ValueError:
+        return where
+
+
+_loaded = {}
+
+
+def load_chapter(chapter, which_tree=None, which_backend=None):
+    """The chapter's library (loaded once per process). Nothing is loaded at import time."""
+    path = library_path(chapter, which_tree, which_backend)
+    if path not in _loaded:
+        if not path.exists():
+            raise FileNotFoundError(
+                f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path} does not "
+                f"exist: run `make` first (or `make BACKEND={backend()}`)")
+        _loaded[path] = Library(path)
+    return _loaded[path]
+
+
+# ---- argument checks: before any CUDA call -------------------------------------------------
+def check_array(x, dtype, name="array", ndim=None, shape=None, writable=False):
+    """Refuse what ctypes would pass silently wrong: another dtype, another shape, a strided
+    view (a slice or a transpose: its elements are not where C expects them)."""
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray, not {type(x).__name__}")
+    if x.dtype != np.dtype(dtype):
+        raise TypeError(f"{name} must have dtype {np.dtype(dtype).name}, not {x.dtype.name} "
+                        f"(convert with {name}.astype(np.{np.dtype(dtype).name}))")
+    if ndim is not None and x.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), not {x.ndim} (shape {x.shape})")
+    if shape is not None and tuple(x.shape) != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, not {x.shape}")
+    if not x.flags.c_contiguous:
+        raise ValueError(f"{name} is not C-contiguous (a slice or a transpose?): "
+                         f"pass np.ascontiguousarray({name})")
+    if writable and not x.flags.writeable:
+        raise ValueError(f"{name} is read-only, but the C code writes into it")
+    return x
+
+
+def check_count(n, name="n", maximum=2**31 - 1, minimum=0):
+    """A size or count: an integer in [minimum, maximum] (C int by default)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, not {type(n).__name__}")
+    if n < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {n}")
+    if n > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {n}")
+    return int(n)
+
+
+def ptr(x):
+    """The address of a checked NumPy array's data, for a c_void_p argument."""
+    return ctypes.c_void_p(x.ctypes.data)
+
+
+# ---- device memory owned from Python ---------------------------------------------------------
+class DeviceBuffer:
+    """Device memory from cudaMalloc, owned by a Python object.
+
+    The usable region sits between two guard zones filled with POISON_BYTE, and so is the region
+    itself until something writes it. check_guards() reads the zones back, so a kernel that
+    writes past either end fails its test on a real GPU as well as on the emulator.
+    Free it with free(), a `with` block, or (as a safety net) the garbage collector."""
+
+    GUARD = 256  # bytes; keeps the usable region at cudaMalloc's 256-byte alignment
+
+    def __init__(self, lib, nbytes, guard=GUARD):
+        self.lib, self.nbytes, self.guard = lib, check_count(nbytes, "nbytes", 2**62), guard
+        raw = ctypes.c_void_p()
+        lib.malloc_raw(ctypes.byref(raw), self.nbytes + 2 * guard)
+        self._base = raw.value
+        lib.memset(self._base, POISON_BYTE, self.nbytes + 2 * guard)
+
+    @classmethod
+    def from_array(cls, lib, array, guard=GUARD):
+        buf = cls(lib, array.nbytes, guard)
+        buf.upload(array)
+        return buf
+
+    @property
+    def ptr(self):
+        if self._base is None:
+            raise ValueError("DeviceBuffer used after free()")
+        return ctypes.c_void_p(self._base + self.guard)
+
+    def upload(self, array):
+        array = np.ascontiguousarray(array)
+        if array.nbytes > self.nbytes:
+            raise ValueError(f"{array.nbytes} bytes do not fit in a {self.nbytes}-byte buffer")
+        self.lib.htod(self.ptr, ptr(array), array.nbytes)
+
+    def download(self, dtype, shape):
+        out = np.empty(shape, dtype=dtype)
+        if out.nbytes > self.nbytes:
+            raise ValueError(f"{out.nbytes} bytes asked of a {self.nbytes}-byte buffer")
+        self.lib.dtoh(ptr(out), self.ptr, out.nbytes)
+        return out
+
+    def check_guards(self):
+        whole = np.empty(self.nbytes + 2 * self.guard, dtype=np.uint8)
+        self.lib.dtoh(ptr(whole), self._base, whole.nbytes)
+        before = np.flatnonzero(whole[:self.guard] != POISON_BYTE)
+        after = np.flatnonzero(whole[self.guard + self.nbytes:] != POISON_BYTE)
+        if before.size:
+            raise AssertionError(f"a kernel wrote {self.guard - before[0]} byte(s) before the "
+                                 f"start of a {self.nbytes}-byte buffer")
+        if after.size:
+            raise AssertionError(f"a kernel wrote past the end of a {self.nbytes}-byte buffer "
+                                 f"(up to byte {self.nbytes + after[-1]} after its start)")
+
+    def free(self):
+        if self._base is None:
+            raise ValueError("DeviceBuffer freed twice")
+        base, self._base = self._base, None
+        self.lib.free_raw(base)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._base is not None:
+            self.free()
+
+    def __del__(self):
+        if getattr(self, "_base", None) is not None:
+            try:
+                self.free()
+            except Exception:
+                pass  # the interpreter may be shutting down; nothing more can be done
+
+
+# ---- comparing results -----------------------------------------------------------------------
+def _format_index(flat, shape):
+    return str(np.unravel_index(flat, shape)) if len(shape) > 1 else f"[{flat}]"
+
+
+def _poison_value(dtype):
+    return np.frombuffer(bytes([POISON_BYTE]) * np.dtype(dtype).itemsize, dtype=dtype)[0]
+
+
+def assert_close(got, want, rtol=1e-5, atol=1e-6, name="result", show=5):
+    """got (any float dtype) against a float64 reference: |got - want| <= atol + rtol * |want|."""
+    got_arr = np.asarray(got)
+    if got_arr.shape != np.shape(want):
+        raise AssertionError(f"{name}: shape {got_arr.shape}, expected {np.shape(want)}")
+    g, w = got_arr.astype(np.float64), np.asarray(want, dtype=np.float64)
+    bad = ~(np.abs(g - w) <= atol + rtol * np.abs(w))  # NaN counts as bad
+    if bad.any():
+        _raise_mismatch(name, got_arr, w, bad, f"rtol={rtol}, atol={atol}", show)
+
+
+def assert_equal(got, want, name="result", show=5):
+    got_arr = np.asarray(got)
+    if got_arr.shape != np.shape(want):
+        raise AssertionError(f"{name}: shape {got_arr.shape}, expected {np.shape(want)}")
+    bad = got_arr != np.asarray(want)
+    if bad.any():
+        _raise_mismatch(name, got_arr, np.asarray(want), bad, "exact", show)
+
+
+def _raise_mismatch(name, got, want, bad, rule, show):
+    flat = np.flatnonzero(bad)
+    lines = [f"{name}: {flat.size} of {bad.size} elements wrong ({rule}); first ones:"]
+    poison = _poison_value(got.dtype) if got.dtype.kind in "fiu" else None
+    for i in flat[:show]:
+        g, w = got.flat[i], want.flat[i]
+        note = "   <- never written (still the poison value)" if (
+            poison is not None and np.array_equal(g, poison)) else ""
+        lines.append(f"  {_format_index(i, got.shape)}: got {g.item()!r}, want {w.item()!r}{note}")
+    raise AssertionError("\n".join(lines))
+
+
+def poisoned(shape, dtype):
+    """A host array filled with the poison pattern, for outputs the C code must overwrite."""
+    out = np.empty(shape, dtype=dtype)
+    out.view(np.uint8)[...] = POISON_BYTE
+    return out
+
+
+# ---- benchmarks ------------------------------------------------------------------------------
+def median_ms(timed, reps=20):
+    """timed(reps, times_ptr) is a C function that warms up and then times `reps` runs with
+    CUDA events, one by one. Returns the median in milliseconds (robust to a noisy neighbour)."""
+    times = np.zeros(reps, dtype=np.float32)
+    timed(reps, times.ctypes.data_as(c_float_p))
+    return float(statistics.median(times.tolist()))
+
+
+class Bench:
+    """Prints one row per measurement: the figure, and its ratio to a ceiling measured in the
+    same run on the same device."""
+
+    def __init__(self, lib, title):
+        self.lib, self.rows = lib, []
+        print(f"== {title} ({_device_words(lib)}) ==")
+        if lib.backend == "cpu":
+            print("NOTE: this is the CPU emulator: the timings below say nothing about a GPU. "
+                  "Run --bench on an NVIDIA GPU for real figures.")
+
+    def d2d_copy_gbps(self, nbytes=1 << 30, reps=20):
+        """The memory-bound ceiling: device-to-device cudaMemcpy, bytes read + written."""
+        ms = median_ms(lambda r, t: self.lib._d2d(nbytes, r, t), reps)
+        gbps = 2 * nbytes / (ms * 1e-3) / 1e9
+        self.row("device-to-device cudaMemcpy (ceiling)", gbps, "GB/s")
+        return gbps
+
+    def row(self, what, value, unit, ceiling=None):
+        ratio = f"{value / ceiling:6.1%} of ceiling" if ceiling else ""
+        print(f"  {what:<52} {value:10.2f} {unit:<8} {ratio}")
+        self.rows.append({"what": what, "value": value, "unit": unit,
+                          "ratio": value / ceiling if ceiling else None})
+
+
+def _device_words(lib):
+    if lib.backend == "cpu":
+        return "cpu backend: emulator"
+    return f"gpu backend, {lib.device_count()} device(s)"
+
+
+# ---- the test harness ------------------------------------------------------------------------
+class Context:
+    """What a test function gets: the library, a seeded generator, and the sizes to try."""
+
+    def __init__(self, lib, seed, chapter):
+        self.lib, self.seed, self.chapter = lib, seed, chapter
+        self.rng = np.random.default_rng(seed)
+        self.backend = lib.backend
+
+    def sizes(self, block=256, large=1 << 24):
+        """Sizes that catch the usual indexing bugs: 1, one warp -1/0/+1, one block + 1,
+        a prime near 10^6, and (on a GPU only: the emulator is slow) a large one."""
+        out = [1, 31, 32, 33, block + 1, 999_983]
+        if self.backend == "gpu":
+            out.append(large + 7)
+        return out
+
+
+class Chapter:
+    """A chapter's tests. Exercises are numbered ("01.3"); other checks are named ("01.errors")."""
+
+    def __init__(self, number, name):
+        self.number, self.name, self.tests = f"{int(number):02d}", name, []
+
+    def exercise(self, num, title):
+        return self._register(f"{self.number}.{num}", title, True)
+
+    def check(self, key, title):
+        return self._register(f"{self.number}.{key}", title, False)
+
+    def _register(self, test_id, title, is_exercise):
+        def wrap(fn):
+            if any(t["id"] == test_id for t in self.tests):
+                raise ValueError(f"test id {test_id} registered twice")
+            self.tests.append({"id": test_id, "title": title, "fn": fn,
+                               "exercise": is_exercise})
+            return fn
+        return wrap
+
+    # -- running --
+    def todo_location(self, test_id):
+        """file:line of `TODO(student) <id>` in the exercise sources, if still there."""
+        pattern = re.compile(rf"TODO\(student\) {re.escape(test_id)}\b")
+        for src in sorted((REPO / "chapters" / self.name).glob("*.cu")):
+            for lineno, line in enumerate(src.read_text().splitlines(), 1):
+                if pattern.search(line):
+                    return f"{src.relative_to(REPO)}:{lineno}"
+        return None
+
+    def run_test(self, test, lib, seed):
+        ctx = Context(lib, seed, self)
+        started = time.perf_counter()
+        status, message = "PASS", ""
+        try:
+            used_before = lib.mem_used()
+            test["fn"](ctx)
+            lib.synchronize()
+            leaked = lib.mem_used() - used_before
+            if leaked > 0:
+                status, message = "FAIL", (f"device memory leak: {leaked} bytes still in use "
+                                           f"after the test (every cudaMalloc needs its cudaFree, "
+                                           f"on error paths too)")
+        except ExerciseNotDone as e:
+            status, message = "NOT DONE", str(e)
+        except Skip as e:
+            status, message = "SKIP", str(e)
+        except (AssertionError, CudaError) as e:
+            status, message = "FAIL", f"{type(e).__name__}: {e}"
+        except Exception as e:  # a bug in the test or the driver: show everything
+            status, message = "ERROR", "".join(traceback.format_exception(e)).rstrip()
+        if status == "FAIL" and test["exercise"] and tree() == "chapters":
+            where = self.todo_location(test["id"])
+            if where:
+                message += f"\n  hint: the exercise is at {where} (TODO(student) {test['id']})"
+        return {"id": test["id"], "title": test["title"], "exercise": test["exercise"],
+                "status": status, "message": message, "seed": seed,
+                "seconds": round(time.perf_counter() - started, 3),
+                "backend": lib.backend, "tree": tree(),
+                "order": os.environ.get("CUEMU_ORDER", "forward") if lib.backend == "cpu" else ""}
+
+    def main(self, bench=None, demo=None, argv=None):
+        p = argparse.ArgumentParser(
+            description=f"Chapter {self.number} {self.name}: run, check or benchmark.",
+            epilog="Backend and tree come from TUT_BACKEND (gpu|cpu) and TUT_TREE "
+                   "(chapters|solutions); `make check` sets both.")
+        p.add_argument("--check", action="store_true", help="run the tests (default: all)")
+        p.add_argument("--only", metavar="ID[,ID]", help="only these test ids, e.g. 01.2")
+        p.add_argument("--list", action="store_true", help="print the test ids and exit")
+        p.add_argument("--bench", action="store_true", help="measure, next to the ceilings")
+        p.add_argument("--seed", type=int, help="seed for the random inputs (default: fresh)")
+        p.add_argument("--json", metavar="FILE", help="write the results as JSON (graders)")
+        p.add_argument("--expect-fail", action="store_true",
+                       help="maintainers: pass only if every exercise FAILS (unsolved stubs)")
+        args = p.parse_args(argv)
+        if args.list:
+            for t in self.tests:
+                print(t["id"])
+            return EXIT_PASS
+        try:
+            lib = load_chapter(self.name)
+        except FileNotFoundError as e:
+            print(f"ERROR: {e}", file=sys.stderr)
+            return EXIT_FAIL
+        skip = self._cannot_run(lib)
+        if skip:
+            print(f"SKIP: {skip}")
+            return EXIT_SKIP
+        if args.bench:
+            if bench is None:
+                print("this chapter has no benchmark")
+                return EXIT_PASS
+            bench(lib)
+            return EXIT_PASS
+        if demo is not None and not (args.check or args.only or args.expect_fail):
+            demo(lib)
+            return EXIT_PASS
+        return self._check(lib, args)
+
+    def _cannot_run(self, lib):
+        try:
+            if lib.device_count() > 0:
+                return ""
+            return "no CUDA device visible (cudaGetDeviceCount() = 0)"
+        except CudaError as e:
+            if e.name in NO_GPU_ERRORS:
+                return (f"no usable GPU here ({e.name}); the cpu backend runs everything: "
+                        f"make check BACKEND=cpu")
+            raise
+
+    def _check(self, lib, args):
+        wanted = set(args.only.split(",")) if args.only else None
+        tests = [t for t in self.tests if wanted is None or t["id"] in wanted]
+        if wanted and len(tests) != len(wanted):
+            known = ", ".join(t["id"] for t in self.tests)
+            print(f"ERROR: unknown test id in {args.only} (known: {known})", file=sys.stderr)
+            return EXIT_FAIL
+        seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+        print(f"chapter {self.number} {self.name}: backend={lib.backend} tree={tree()} "
+              f"seed={seed} (rerun with --seed {seed})")
+        results = []
+        for t in tests:
+            r = self.run_test(t, lib, seed)
+            results.append(r)
+            print(f"[{r['status']:>8}] {r['id']:<10} {r['title']}  ({r['seconds']:.2f} s)")
+            if r["message"]:
+                print("           " + r["message"].replace("\n", "\n           "))
+        if args.json:
+            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.json).write_text(json.dumps(results, indent=1))
+        return self._exit_code(results, args.expect_fail)
+
+    @staticmethod
+    def _exit_code(results, expect_fail):
+        if expect_fail:
+            # Unsolved stubs: every exercise must fail cleanly (a test that passes on a stub
+            # asserts nothing); every non-exercise check must still pass.
+            ok = all((r["status"] in ("FAIL", "NOT DONE")) if r["exercise"]
+                     else r["status"] in ("PASS", "SKIP") for r in results)
+            print("stubs " + ("fail as they must" if ok else "DO NOT all fail: see above"))
+            return EXIT_PASS if ok else EXIT_FAIL
+        if results and all(r["status"] == "SKIP" for r in results):
+            return EXIT_SKIP
+        return EXIT_PASS if all(r["status"] in ("PASS", "SKIP") for r in results) else EXIT_FAIL

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tut_check.cu: the error record behind CUDA_CHECK, and the small device helpers every chapter
+ * library exports for Python (device count, memory in use, buffers for tests, the copy ceiling).
+ * Linked into every chapter's shared library.
+ */
+#include "tut_check.h"
+#include "tut_timer.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* One record per host thread: Python reads it right after the failing call returns. */
+static thread_local struct {
+    int  code;
+    int  line;
+    char file[256];
+    char expr[256];
+    char name[64];
+    char message[1024];
+} tut_last;
+
+static const char *tut_basename(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+extern "C" int tut_record(int code, const char *expr, const char *file, int line)
+{
+    const char *name, *text;
+    if (code == TUT_ERR_TODO) {
+        name = "ExerciseNotDone";
+        text = "this exercise is still a TODO(student)";
+    } else if (code == TUT_ERR_ARG) {
+        name = "InvalidArgument";
+        text = "argument rejected by the C code";
+    } else {
+        name = cudaGetErrorName((cudaError_t)code);
+        text = cudaGetErrorString((cudaError_t)code);
+    }
+    tut_last.code = code;
+    tut_last.line = line;
+    snprintf(tut_last.file, sizeof tut_last.file, "%s", file);
+    snprintf(tut_last.expr, sizeof tut_last.expr, "%s", expr);
+    snprintf(tut_last.name, sizeof tut_last.name, "%s", name);
+    snprintf(tut_last.message, sizeof tut_last.message, "%s:%d: %s -> %s: %s",
+             tut_basename(file), line, expr, name, text);
+    return code;
+}
+
+/* ---- what Python reads after a non-zero status ---------------------------------------- */
+extern "C" int         tut_last_error_code(void)    { return tut_last.code; }
+extern "C" int         tut_last_error_line(void)    { return tut_last.line; }
+extern "C" const char *tut_last_error_file(void)    { return tut_last.file; }
+extern "C" const char *tut_last_error_expr(void)    { return tut_last.expr; }
+extern "C" const char *tut_last_error_name(void)    { return tut_last.name; }
+extern "C" const char *tut_last_error_message(void) { return tut_last.message; }
+
+extern "C" const char *tut_error_name(int code)
+{
+    return cudaGetErrorName((cudaError_t)code);
+}
+
+/* Which backend this library was built for: the emulator compiles with TUT_BACKEND_CPU. */
+extern "C" const char *tut_backend(void)
+{
+#ifdef TUT_BACKEND_CPU
+    return "cpu";
+#else
+    return "gpu";
+#endif
+}
+
+/* ---- device helpers the Python test harness uses ------------------------------------- */
+extern "C" int tut_device_count(int *count)
+{
+    int status = 0;
+    *count = 0;
+    CUDA_CHECK(cudaGetDeviceCount(count));
+cleanup:
+    return status;
+}
+
+/* Device memory in use, as the driver sees it: total - free. */
+extern "C" int tut_mem_info(size_t *free_bytes, size_t *total_bytes)
+{
+    int status = 0;
+    CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
+cleanup:
+    return status;
+}
+
+extern "C" int tut_malloc(void **ptr, size_t bytes)
+{
+    int status = 0;
+    *ptr = NULL;
+    CUDA_CHECK(cudaMalloc(ptr, bytes));
+cleanup:
+    return status;
+}
+
+extern "C" int tut_free(void *ptr)
+{
+    int status = 0;
+    CUDA_CHECK(cudaFree(ptr));
+cleanup:
+    return status;
+}
+
+extern "C" int tut_memcpy_htod(void *dst, const void *src, size_t bytes)
+{
+    int status = 0;
+    CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+cleanup:
+    return status;
+}
+
+extern "C" int tut_memcpy_dtoh(void *dst, const void *src, size_t bytes)
+{
+    int status = 0;
+    CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+cleanup:
+    return status;
+}
+
+extern "C" int tut_memset(void *dst, int value, size_t bytes)
+{
+    int status = 0;
+    CUDA_CHECK(cudaMemset(dst, value, bytes));
+cleanup:
+    return status;
+}
+
+extern "C" int tut_synchronize(void)
+{
+    int status = 0;
+    CUDA_CHECK(cudaDeviceSynchronize());
+cleanup:
+    return status;
+}
+
+/* Returns and clears the runtime's last error (a launch error not yet consumed). */
+extern "C" int tut_get_last_error(void)
+{
+    return (int)cudaGetLastError();
+}
+
+/* ---- the memory-bound ceiling -------------------------------------------------------- */
+/* Device-to-device cudaMemcpy of `bytes`, timed with events: one warm-up copy, then `reps`
+   copies, each timed on its own into times_ms[i]. Bandwidth = 2 * bytes / time (read + write).
+   The source is filled with a non-zero pattern: some memory systems compress zeros. */
+extern "C" int tut_bench_d2d_copy(size_t bytes, int reps, float *times_ms)
+{
+    int status = 0;
+    void *d_src = NULL, *d_dst = NULL;
+    tut_timer t = {0};
+
+    CUDA_CHECK(cudaMalloc(&d_src, bytes));
+    CUDA_CHECK(cudaMalloc(&d_dst, bytes));
+    CUDA_CHECK(cudaMemset(d_src, 0x3f, bytes));
+    CUDA_CHECK(tut_timer_init(&t));
+    CUDA_CHECK(cudaMemcpy(d_dst, d_src, bytes, cudaMemcpyDeviceToDevice));
+    for (int i = 0; i < reps; i++) {
+        CUDA_CHECK(tut_timer_start(&t, 0));
+        CUDA_CHECK(cudaMemcpyAsync(d_dst, d_src, bytes, cudaMemcpyDeviceToDevice, 0));
+        CUDA_CHECK(tut_timer_stop(&t));
+        CUDA_CHECK(tut_timer_elapsed_ms(&t, &times_ms[i]));
+    }
+cleanup:
+    tut_timer_free(&t);
+    cudaFree(d_src);
+    cudaFree(d_dst);
+    return status;
+}

@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: MIT
+"""Unit tests of the course's own machinery: common/tut.py and tools/exercises.py.
+They need no GPU and no chapter library."""
+import json
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "common"))
+sys.path.insert(0, str(REPO / "tools"))
+import numpy as np  # noqa: E402
+import exercises  # noqa: E402
+import tut  # noqa: E402
+
+
+class CheckArray(unittest.TestCase):
+    def test_accepts_the_right_array(self):
+        a = np.zeros((3, 4), np.float32)
+        self.assertIs(tut.check_array(a, np.float32, "a", ndim=2, shape=(3, 4)), a)
+
+    def test_refuses_what_ctypes_would_pass_wrongly(self):
+        a = np.zeros((4, 6), np.float32)
+        cases = [(a.astype(np.float64), TypeError, "dtype float32"),
+                 (a.tolist(), TypeError, "numpy.ndarray"),
+                 (np.zeros((4, 12), np.float32)[:, ::2], ValueError, "C-contiguous"),
+                 (a.T, ValueError, "shape"),
+                 (a.ravel(), ValueError, "dimension")]
+        for bad, exc, words in cases:
+            with self.assertRaises(exc) as cm:
+                tut.check_array(bad, np.float32, "a", ndim=2, shape=(4, 6))
+            self.assertIn(words, str(cm.exception))
+
+    def test_counts(self):
+        self.assertEqual(tut.check_count(np.int64(5)), 5)
+        for bad, exc in ((-1, ValueError), (2**31, ValueError), (1.5, TypeError),
+                         (True, TypeError), ("3", TypeError)):
+            with self.assertRaises(exc):
+                tut.check_count(bad)
+
+
+class Compare(unittest.TestCase):
+    def test_close_passes_within_tolerance(self):
+        tut.assert_close(np.float32([1, 2, 3]), [1, 2, 3 + 1e-7], rtol=1e-6)
+
+    def test_reports_index_got_want_and_poison(self):
+        got = tut.poisoned(5, np.float32)
+        got[:3] = [1, 2, 3]
+        got[1] = 7
+        with self.assertRaises(AssertionError) as cm:
+            tut.assert_close(got, np.arange(1, 6), name="c")
+        text = str(cm.exception)
+        self.assertIn("3 of 5 elements wrong", text)
+        self.assertIn("[1]: got 7.0, want 2.0", text)
+        self.assertIn("never written", text)
+
+    def test_nan_is_never_close(self):
+        with self.assertRaises(AssertionError):
+            tut.assert_close(np.float32([np.nan]), [np.nan])
+
+    def test_shape_mismatch(self):
+        with self.assertRaises(AssertionError):
+            tut.assert_equal(np.zeros((2, 3)), np.zeros((3, 2)))
+
+    def test_2d_indices(self):
+        with self.assertRaises(AssertionError) as cm:
+            tut.assert_equal(np.int32([[1, 2], [3, 4]]), [[1, 2], [3, 5]])
+        self.assertIn("(1, 1)", str(cm.exception).replace("np.int64(1)", "1"))
+
+
+class Harness(unittest.TestCase):
+    def results(self, statuses):
+        return [{"exercise": ex, "status": s} for ex, s in statuses]
+
+    def test_exit_codes(self):
+        code = tut.Chapter._exit_code
+        self.assertEqual(code(self.results([(True, "PASS"), (False, "PASS")]), False), 0)
+        self.assertEqual(code(self.results([(True, "NOT DONE")]), False), 1)
+        self.assertEqual(code(self.results([(True, "SKIP")]), False), 77)
+
+    def test_expect_fail_needs_every_exercise_failing(self):
+        code = tut.Chapter._exit_code
+        self.assertEqual(code(self.results([(True, "FAIL"), (True, "NOT DONE"),
+                                            (False, "PASS")]), True), 0)
+        self.assertEqual(code(self.results([(True, "FAIL"), (True, "PASS")]), True), 1)
+        self.assertEqual(code(self.results([(True, "ERROR")]), True), 1)
+        self.assertEqual(code(self.results([(True, "FAIL"), (False, "FAIL")]), True), 1)
+
+    def test_ids_are_unique(self):
+        ch = tut.Chapter(7, "07_x")
+        ch.exercise(1, "a")(lambda ctx: None)
+        with self.assertRaises(ValueError):
+            ch.exercise(1, "b")(lambda ctx: None)
+
+
+class Generator(unittest.TestCase):
+    SOLUTION = (
+        "int f(void)\n{\n"
+        "    int status = 0;\n"
+        "    // @solution 07.1: return the answer (~1 line)\n"
+        "    return 42;\n"
+        "    // @stub TUT_TODO();\n"
+        "    // @end\n"
+        "cleanup:\n    return status;\n}\n")
+
+    def generate(self, text, chapter="07_x"):
+        path = REPO / "solutions" / chapter / "x.cu"   # only the name is used
+        return exercises.exercise_text(path, text)
+
+    def test_region_becomes_todo_and_stub(self):
+        text, ids = self.generate(self.SOLUTION)
+        self.assertEqual(ids, {"07.1"})
+        self.assertIn("    // TODO(student) 07.1: return the answer (~1 line)\n    TUT_TODO();\n",
+                      text)
+        self.assertNotIn("42", text)
+        self.assertNotIn("@", text)
+
+    def test_marker_errors(self):
+        bad = [self.SOLUTION.replace("    // @end\n", ""),                 # unclosed
+               self.SOLUTION.replace("07.1", "08.1"),                      # wrong chapter
+               self.SOLUTION.replace(" (~1 line)", ""),                    # no size hint
+               "// @end\n"]                                                # stray end
+        for text in bad:
+            with self.assertRaises(exercises.MarkerError):
+                self.generate(text)
+
+    def test_repository_is_up_to_date(self):
+        run = subprocess.run([sys.executable, str(REPO / "tools" / "exercises.py"), "--check"],
+                             capture_output=True, text=True)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+
+    def test_every_solution_has_exercises_and_every_stub_a_todo(self):
+        for sol in REPO.glob("solutions/[0-9][0-9]_*/*.cu"):
+            text, ids = self.generate(sol.read_text(), sol.parent.name)
+            self.assertTrue(ids, f"{sol} has no @solution region")
+            for ex_id in ids:
+                self.assertIn(f"TODO(student) {ex_id}:", text)
+
+
+class Summary(unittest.TestCase):
+    def test_reads_json_not_stdout(self):
+        with tempfile.TemporaryDirectory() as d:
+            (Path(d) / "01.2.json").write_text(json.dumps([{
+                "id": "01.2", "title": "vector add", "exercise": True, "status": "FAIL",
+                "message": "AssertionError: wrong"}]))
+            run = subprocess.run([sys.executable, str(REPO / "tools" / "summary.py"), d],
+                                 capture_output=True, text=True, check=True)
+        self.assertIn("01.2", run.stdout)
+        self.assertIn("exercises passing: 0 of 1", run.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
