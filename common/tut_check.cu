@@ -38,6 +38,11 @@ extern "C" int tut_record(int code, const char *expr, const char *file, int line
     } else {
         name = cudaGetErrorName((cudaError_t)code);
         text = cudaGetErrorString((cudaError_t)code);
+        /* The runtime also keeps this error as its "last error" until cudaGetLastError reads
+           it, and the next launch check would then blame an innocent kernel for it. It has
+           been reported here, so consume it. (A sticky error, after a fault inside a kernel,
+           stays: every later call keeps failing until the process ends.) */
+        cudaGetLastError();
     }
     tut_last.code = code;
     tut_last.line = line;

@@ -172,13 +172,18 @@ def test_properties(ctx):
         free, total = ctx.lib.mem_info()
         assert total == d.total_global_mem, (total, d.total_global_mem)
         c_api(ctx.lib).use_device(dev)
-    for bad in (-1, ctx.lib.device_count()):
-        try:
-            query_device(ctx.lib, bad)
-        except tut.CudaError as e:
-            assert e.name == "cudaErrorInvalidDevice", e.name
-        else:
-            raise AssertionError(f"query_device({bad}) did not fail")
+    try:
+        query_device(ctx.lib, ctx.lib.device_count())   # one past the last device
+    except tut.CudaError as e:
+        assert e.name == "cudaErrorInvalidDevice", e.name
+    else:
+        raise AssertionError("query_device(device_count) did not fail")
+    try:
+        query_device(ctx.lib, -1)
+    except ValueError:
+        pass   # refused in Python, before any CUDA call
+    else:
+        raise AssertionError("query_device(-1) was not refused")
 
 
 # ---- demo -------------------------------------------------------------------------------------------
