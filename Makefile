@@ -18,7 +18,9 @@ BUILD     ?= build
 CTEST_ARGS ?=
 
 # --- what there is ------------------------------------------------------------------------------
-CHAPTERS  := $(notdir $(wildcard solutions/[0-9][0-9]_*))
+# from chapters/, so a student copy handed out without solutions/ still builds and checks
+CHAPTERS  := $(notdir $(wildcard chapters/[0-9][0-9]_*))
+SOLVED    := $(notdir $(wildcard solutions/[0-9][0-9]_*))
 COMMON_H  := $(wildcard common/*.h)
 CU_ALL    := $(wildcard chapters/*/*.cu solutions/*/*.cu)
 
@@ -51,8 +53,8 @@ TUT_NVCC  := -std=c++17 -arch=$(ARCH) -Icommon -Xcompiler -fPIC
 # The emulator's build rules and flags (EMU_REWRITE, EMU_RUNTIME, EMU_CXXFLAGS, EMU_LDLIBS).
 -include emu/emu.mk
 
-LIBS_gpu  = $(foreach t,chapters solutions,$(CHAPTERS:%=$(BUILD)/gpu/$(t)/lib%.so))
-LIBS_cpu  = $(foreach t,chapters solutions,$(CHAPTERS:%=$(BUILD)/cpu/$(t)/lib%.so))
+LIBS_gpu  = $(CHAPTERS:%=$(BUILD)/gpu/chapters/lib%.so) $(SOLVED:%=$(BUILD)/gpu/solutions/lib%.so)
+LIBS_cpu  = $(CHAPTERS:%=$(BUILD)/cpu/chapters/lib%.so) $(SOLVED:%=$(BUILD)/cpu/solutions/lib%.so)
 RESULTS   := $(BUILD)/results/$(B)
 
 .DEFAULT_GOAL := all
@@ -111,7 +113,7 @@ run: all python ## run a chapter: make run CH=01 ARGS="--check" (or --bench, --h
 	TUT_BACKEND=$(B) $(PY) $(CH_DIR)/driver.py $(ARGS)
 
 bench: all python ## every chapter's --bench on the solutions (real numbers need BACKEND=gpu)
-	@for d in $(CHAPTERS); do TUT_BACKEND=$(B) TUT_TREE=solutions $(PY) chapters/$$d/driver.py --bench || exit 1; done
+	@for d in $(SOLVED); do TUT_BACKEND=$(B) TUT_TREE=solutions $(PY) chapters/$$d/driver.py --bench || exit 1; done
 
 # CTest runs one process per exercise, each with a timeout, so a kernel that crashes or hangs
 # fails only its own exercise. The summary is read from the JSON results, not from stdout.
