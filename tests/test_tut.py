@@ -144,7 +144,7 @@ class Summary(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             (Path(d) / "01.2.json").write_text(json.dumps([{
                 "id": "01.2", "title": "vector add", "exercise": True, "status": "FAIL",
-                "message": "AssertionError: wrong"}]))
+                "message": "AssertionError: wrong", "tree": "chapters"}]))
             run = subprocess.run([sys.executable, str(REPO / "tools" / "summary.py"), d],
                                  capture_output=True, text=True, check=True)
         self.assertIn("01.2", run.stdout)

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""Print one line per exercise from the JSON results the drivers wrote (never from stdout).
+"""Print one line per test from the JSON results the drivers wrote (never from their stdout).
 
     python3 tools/summary.py build/results/cpu/student     (make check runs this)
+
+Long runs (make test) list only what did not pass, then the counts.
 """
 import json
 import sys
@@ -10,22 +12,40 @@ from pathlib import Path
 MARK = {"PASS": "pass", "FAIL": "FAIL", "NOT DONE": "todo", "ERROR": "ERROR", "SKIP": "skip"}
 
 
-def main(results_dir):
+def load(results_dir):
     rows = []
     for f in sorted(Path(results_dir).glob("*.json")):
-        for r in json.loads(f.read_text()):
-            rows.append((f.stem.rsplit("_", 1)[0] + "/" if "_" in f.stem else "", r))
+        # the file is named after the CTest test: "01.2", "solution_reverse_01.2", ...
+        prefix = f.stem.rsplit("_", 1)[0].replace("_", "/") + "/" if "_" in f.stem else ""
+        rows += [(prefix + r["id"], r) for r in json.loads(f.read_text())]
+    return rows
+
+
+def main(results_dir):
+    rows = load(results_dir)
     if not rows:
         print(f"(no results in {results_dir}: nothing ran)")
         return 0
-    print(f"\n{'test':<28} {'result':<7} what")
-    for prefix, r in rows:
-        first = r["message"].splitlines()[0] if r["message"] else ""
-        print(f"{prefix + r['id']:<28} {MARK.get(r['status'], r['status']):<7} {r['title']}"
-              + (f"\n{'':<36}{first[:100]}" if r["status"] != "PASS" and first else ""))
-    ex = [r for _, r in rows if r["exercise"]]
-    done = sum(r["status"] == "PASS" for r in ex)
-    print(f"\nexercises passing: {done} of {len(ex)}")
+    brief = len(rows) > 60
+    shown = [(name, r) for name, r in rows if not brief or r["status"] not in ("PASS", "SKIP")]
+    width = max([len(name) for name, _ in shown] + [8])
+    if shown:
+        print(f"\n{'test':<{width}}  {'result':<6}  what")
+    for name, r in shown:
+        print(f"{name:<{width}}  {MARK.get(r['status'], r['status']):<6}  {r['title']}")
+        if r["status"] in ("FAIL", "NOT DONE", "ERROR") and r["message"]:
+            for line in r["message"].splitlines()[:3]:
+                print(f"{'':<{width + 10}}{line.strip()[:110]}")
+    skips = sorted({r["message"] for _, r in rows if r["status"] == "SKIP"})
+    for reason in skips:
+        print(f"skipped: {reason}")
+    counts = {}
+    for _, r in rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    print("\n" + ", ".join(f"{n} {MARK.get(s, s)}" for s, n in sorted(counts.items())))
+    ex = [r for _, r in rows if r["exercise"] and r["tree"] == "chapters"]
+    if ex and not brief:
+        print(f"exercises passing: {sum(r['status'] == 'PASS' for r in ex)} of {len(ex)}")
     return 0
 
 
