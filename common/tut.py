@@ -333,7 +333,9 @@ class DeviceBuffer:
 
 # ---- comparing results -----------------------------------------------------------------------
 def _format_index(flat, shape):
-    return str(np.unravel_index(flat, shape)) if len(shape) > 1 else f"[{flat}]"
+    if len(shape) > 1:
+        return str(tuple(int(v) for v in np.unravel_index(flat, shape)))
+    return f"[{flat}]"
 
 
 def _poison_value(dtype):
