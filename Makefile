@@ -142,7 +142,7 @@ exercises-check: python ## fail if chapters/ is not what solutions/ generates
 
 # Compile (not link) every .cu for a real GPU, so CUDA compile errors cannot hide behind the
 # emulator on machines without a GPU. Skipped, with a note, where nvcc is missing.
-NVCC_OBJS := $(patsubst %.cu,$(BUILD)/nvcc-compile/%.o,$(CU_ALL) $(wildcard emu/tests/*.cu emu/tests/*/*.cu))
+NVCC_OBJS := $(patsubst %.cu,$(BUILD)/nvcc-compile/%.o,$(CU_ALL) $(wildcard emu/tests/*.cu emu/tests/*/*.cu emu/bench/*.cu))
 nvcc-compile: $(if $(HAVE_NVCC),$(NVCC_OBJS),nvcc-missing-note) ## compile every .cu with nvcc (-arch=sm_90)
 $(BUILD)/nvcc-compile/%.o: %.cu $(COMMON_H)
 	@mkdir -p $(@D)
