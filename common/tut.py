@@ -213,7 +213,8 @@ def load_chapter(chapter, which_tree=None, which_backend=None):
         if not path.exists():
             raise FileNotFoundError(
                 f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path} does not "
-                f"exist: run `make` first (or `make BACKEND={backend()}`)")
+                f"exist: run `make BACKEND={backend()}` first (if it did not compile, the "
+                f"compiler's errors are above)")
         _loaded[path] = Library(path)
     return _loaded[path]
 
