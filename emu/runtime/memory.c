@@ -1,0 +1,1153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * memory.c: the emulated device memory: allocations, their registry, copies and sets.
+ *
+ * Every allocation is its own mapping: [guard page][data ...][guard page]. The pointer handed
+ * out is 256-byte aligned (what cudaMalloc guarantees) and placed as late as that alignment
+ * allows, so the allocation ends at most 255 bytes before the back guard page: a kernel that
+ * runs off the end faults at once, or (within those few bytes) changes a canary that is
+ * checked at every synchronising call. Fresh memory is filled with 0xFF bytes: NaN as a
+ * float, -1 as an int, so a read of memory nobody wrote shows in the result.
+ *
+ * Accounting (what cudaMemGetInfo reports): each device or managed allocation counts its
+ * size rounded up to 2 MiB, the GPU's large-page granule; a memory pool counts its reserve
+ * the same way. Freeing returns exactly what the allocation counted, so "memory in use"
+ * comes back to its starting value after a program frees everything.
+ */
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE            /* MAP_ANONYMOUS, MAP_NORESERVE under -std=c11 */
+#endif
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "rt_internal.h"
+
+#define POISON_BYTE  0xFF
+#define CANARY_BYTE  0xFA
+#define ALLOC_ALIGN  256
+#define GRANULE      ((size_t)2 << 20)
+#define FRONT_CHECK  256           /* canary bytes kept just before each allocation */
+#define FREED_RING   256
+#define PITCH_ALIGN  512
+#define MAX_PITCH    ((size_t)2147483647)
+#define DEFAULT_DEVICE_MEMORY ((size_t)4 << 30)
+
+static size_t page_size;
+static size_t total_mem;
+static size_t used_mem;
+static unsigned long serial_counter;
+
+size_t rt_page(void)
+{
+    if (!page_size) {
+        long p = sysconf(_SC_PAGESIZE);
+        page_size = p > 0 ? (size_t)p : 4096;
+    }
+    return page_size;
+}
+
+/* CUEMU_DEVICE_MEMORY: bytes, with an optional K, M, G or T (powers of 1024; "GiB", "GB"
+   and "G" all mean the same here). */
+static size_t parse_size(const char *s, int *ok)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    *ok = 0;
+    if (end == s || errno || v <= 0) return 0;
+    double mul = 1;
+    switch (*end) {
+    case 'k': case 'K': mul = 1024.0; end++; break;
+    case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
+    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
+    case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    if (*end == 'i') end++;
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end != '\0') return 0;
+    v *= mul;
+    if (v < 1 || v > 1.0e18) return 0;
+    *ok = 1;
+    return (size_t)v;
+}
+
+size_t rt_device_total(void)
+{
+    if (!total_mem) {
+        const char *env = getenv("CUEMU_DEVICE_MEMORY");
+        total_mem = DEFAULT_DEVICE_MEMORY;
+        if (env && *env) {
+            int ok;
+            size_t v = parse_size(env, &ok);
+            if (ok) total_mem = v;
+            else cuemu_diag("CUEMU_DEVICE_MEMORY=\"%s\" is not a size (try 4G or 512M); using 4 GiB", env);
+        }
+    }
+    return total_mem;
+}
+
+size_t rt_device_used(void) { return used_mem; }
+
+size_t rt_granule_round(size_t bytes)
+{
+    if (bytes > SIZE_MAX - GRANULE) return 0;
+    return (bytes + GRANULE - 1) & ~(GRANULE - 1);
+}
+
+cudaError_t rt_account(size_t bytes)
+{
+    cudaError_t e = cudaSuccess;
+    rt_lock();
+    size_t total = rt_device_total();
+    if (used_mem > total || bytes > total - used_mem) e = cudaErrorMemoryAllocation;
+    else used_mem += bytes;
+    rt_unlock();
+    return e;
+}
+
+void rt_unaccount(size_t bytes)
+{
+    rt_lock();
+    used_mem = bytes > used_mem ? 0 : used_mem - bytes;
+    rt_unlock();
+}
+
+/* ---- registry: live blocks sorted by extent, binary-searched ----------------------------- */
+static rt_block **reg;
+static size_t reg_n, reg_cap;
+
+/* Index of the first block whose extent starts above p. */
+static size_t reg_upper(const void *p)
+{
+    size_t lo = 0, hi = reg_n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if ((const char *)reg[mid]->ext <= (const char *)p) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+rt_block *rt_registry_find(const void *p)
+{
+    rt_block *found = NULL;
+    rt_lock();
+    size_t i = reg_upper(p);
+    if (i > 0) {
+        rt_block *b = reg[i - 1];
+        if ((const char *)p < b->ext + b->ext_len) found = b;
+    }
+    rt_unlock();
+    return found;
+}
+
+/* The first live block whose extent overlaps [lo, lo+len). */
+static rt_block *registry_overlap(const char *lo, size_t len)
+{
+    /* Extents are disjoint and sorted, so only the last one starting inside can overlap. */
+    size_t i = reg_upper(lo + len - 1);
+    if (i > 0 && reg[i - 1]->ext + reg[i - 1]->ext_len > lo) return reg[i - 1];
+    return NULL;
+}
+
+void rt_registry_add(rt_block *b)
+{
+    rt_lock();
+    if (reg_n == reg_cap) {
+        size_t cap = reg_cap ? reg_cap * 2 : 256;
+        rt_block **r = (rt_block **)realloc(reg, cap * sizeof *r);
+        if (!r) { rt_unlock(); return; }   /* unreachable in practice; lookup then says "host" */
+        reg = r;
+        reg_cap = cap;
+    }
+    size_t i = reg_upper(b->ext);
+    memmove(reg + i + 1, reg + i, (reg_n - i) * sizeof *reg);
+    reg[i] = b;
+    reg_n++;
+    rt_unlock();
+}
+
+void rt_registry_remove(rt_block *b)
+{
+    rt_lock();
+    size_t i = reg_upper(b->ext);
+    if (i > 0 && reg[i - 1] == b) {
+        memmove(reg + i - 1, reg + i, (reg_n - i) * sizeof *reg);
+        reg_n--;
+    }
+    rt_unlock();
+}
+
+/* ---- mapping ------------------------------------------------------------------------------ */
+static unsigned char canary_ref[65536];
+
+static void canary_init(void)
+{
+    if (canary_ref[0] != CANARY_BYTE) memset(canary_ref, CANARY_BYTE, sizeof canary_ref);
+}
+
+rt_block *rt_block_map(size_t bytes, size_t size, cuemu_mem_kind kind, const char *file, int line)
+{
+    size_t pg = rt_page();
+    if (bytes < size) bytes = size;
+    if (bytes == 0) bytes = 1;
+    if (bytes > SIZE_MAX - 3 * pg) return NULL;
+    size_t data_len = (bytes + pg - 1) / pg * pg;
+    size_t ext_len = data_len + 2 * pg;
+    void *m = mmap(NULL, ext_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    rt_block *b = (rt_block *)calloc(1, sizeof *b);
+    if (!b) { munmap(m, ext_len); return NULL; }
+    b->ext = (char *)m;
+    b->ext_len = ext_len;
+    b->data = (char *)m + pg;
+    b->data_len = data_len;
+    b->capacity = data_len;
+    b->kind = kind;
+    rt_block_place(b, size, file, line);
+    if (!b->base) { munmap(m, ext_len); free(b); return NULL; }
+    return b;
+}
+
+void rt_block_place(rt_block *b, size_t size, const char *file, int line)
+{
+    canary_init();
+    if (mprotect(b->data, b->data_len, PROT_READ | PROT_WRITE) != 0) { b->base = NULL; return; }
+    char *end = b->data + b->data_len;
+    char *base = (char *)((uintptr_t)(end - size) & ~(uintptr_t)(ALLOC_ALIGN - 1));
+    b->base = base;
+    b->size = size;
+    b->file = file;
+    b->line = line;
+    b->serial = ++serial_counter;
+    b->slack_reported = 0;
+    /* Only what a kernel can plausibly reach is written, so a large pool block that holds a
+       small allocation commits no more host memory than the allocation itself. */
+    char *front = base - FRONT_CHECK < b->data ? b->data : base - FRONT_CHECK;
+    memset(front, CANARY_BYTE, (size_t)(base - front));
+    memset(base, POISON_BYTE, size);
+    memset(base + size, CANARY_BYTE, (size_t)(end - (base + size)));
+}
+
+void rt_block_protect(rt_block *b, int accessible)
+{
+    if (b->data) mprotect(b->data, b->data_len, accessible ? PROT_READ | PROT_WRITE : PROT_NONE);
+}
+
+/* ---- freed blocks: kept (inaccessible) for a while so a late access can be named -------- */
+typedef struct {
+    cuemu_alloc_info info;
+    char  *ext;
+    size_t ext_len;
+    void  *own;          /* mapping this entry holds (PROT_NONE) until it leaves the ring */
+    size_t own_len;
+} freed_entry;
+
+static freed_entry ring[FREED_RING];
+static unsigned ring_next;
+
+static void fill_info(const rt_block *b, cuemu_alloc_info *out)
+{
+    out->base = b->base;
+    out->size = b->size;
+    out->kind = b->kind;
+    out->file = b->file;
+    out->line = b->line;
+    out->serial = b->serial;
+}
+
+void rt_freed_push(rt_block *b, int give_mapping)
+{
+    rt_lock();
+    freed_entry *e = &ring[ring_next];
+    if (e->own) munmap(e->own, e->own_len);
+    memset(e, 0, sizeof *e);
+    fill_info(b, &e->info);
+    e->ext = b->ext;
+    e->ext_len = b->ext_len;
+    if (give_mapping) {
+        if (b->data) {
+            /* A fresh PROT_NONE mapping over the old one hands the pages back to the host
+               and keeps the addresses reserved: a late access faults instead of landing in
+               whatever a later allocation put there. */
+            void *m = mmap(b->ext, b->ext_len, PROT_NONE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+            if (m == MAP_FAILED) munmap(b->ext, b->ext_len);
+            else { e->own = b->ext; e->own_len = b->ext_len; }
+        }
+        free(b);
+    }
+    ring_next = (ring_next + 1) % FREED_RING;
+    rt_unlock();
+}
+
+/* ---- lookups for the core (cuemu_internal.h) ---------------------------------------------- */
+int cuemu_alloc_lookup(const void *p, cuemu_alloc_info *out)
+{
+    int found = 0;
+    rt_lock();
+    rt_block *b = rt_registry_find(p);
+    if (b && (const char *)p >= b->base && (const char *)p < b->base + b->size) {
+        if (out) fill_info(b, out);
+        found = 1;
+    }
+    rt_unlock();
+    return found;
+}
+
+int cuemu_alloc_nearest(const void *p, cuemu_alloc_info *out, long long *offset)
+{
+    int found = 0;
+    rt_lock();
+    rt_block *b = rt_registry_find(p);
+    if (b) {
+        if (out) fill_info(b, out);
+        if (offset) *offset = (long long)((const char *)p - b->base);
+        found = 1;
+    }
+    rt_unlock();
+    return found;
+}
+
+int cuemu_alloc_was_freed(const void *p, cuemu_alloc_info *out)
+{
+    int found = 0;
+    rt_lock();
+    if (rt_registry_find(p)) { rt_unlock(); return 0; }
+    rt_block *pb = rt_pool_find_free(p);
+    if (pb) {
+        if (out) fill_info(pb, out);
+        found = 1;
+    }
+    for (unsigned k = 0; !found && k < FREED_RING; k++) {
+        freed_entry *e = &ring[(ring_next + FREED_RING - 1 - k) % FREED_RING];
+        if (e->ext && (const char *)p >= e->ext && (const char *)p < e->ext + e->ext_len) {
+            if (out) *out = e->info;
+            found = 1;
+        }
+    }
+    rt_unlock();
+    return found;
+}
+
+/* ---- canaries ---------------------------------------------------------------------------- */
+static const char *site_file(const char *f) { return f ? f : "(unknown file)"; }
+
+static long first_bad(const char *p, size_t n)
+{
+    for (size_t off = 0; off < n; off += sizeof canary_ref) {
+        size_t len = n - off < sizeof canary_ref ? n - off : sizeof canary_ref;
+        if (memcmp(p + off, canary_ref, len) != 0) {
+            for (size_t i = 0; i < len; i++)
+                if ((unsigned char)p[off + i] != CANARY_BYTE) return (long)(off + i);
+        }
+    }
+    return -1;
+}
+
+int rt_block_check_slack(rt_block *b, const char *when)
+{
+    if (!b->data || b->slack_reported) return 0;
+    canary_init();
+    char *end = b->data + b->data_len;
+    char *front = b->base - FRONT_CHECK < b->data ? b->data : b->base - FRONT_CHECK;
+    long bad_back = first_bad(b->base + b->size, (size_t)(end - (b->base + b->size)));
+    long bad_front = first_bad(front, (size_t)(b->base - front));
+    if (bad_back < 0 && bad_front < 0) return 0;
+    b->slack_reported = 1;
+    if (bad_back >= 0)
+        cuemu_diag("write past the end of the allocation made at %s:%d (%zu bytes at %p; byte %zu, "
+                   "%ld past the end, was changed), found by %s",
+                   site_file(b->file), b->line, b->size, (void *)b->base,
+                   b->size + (size_t)bad_back, bad_back, when);
+    else
+        cuemu_diag("write before the start of the allocation made at %s:%d (%zu bytes at %p; byte %ld "
+                   "was changed), found by %s",
+                   site_file(b->file), b->line, b->size, (void *)b->base,
+                   -(long)(b->base - front) + bad_front, when);
+    cuemu_set_sticky_error(cudaErrorIllegalAddress);
+    return 1;
+}
+
+int rt_check_all_slack(const char *when)
+{
+    int bad = 0;
+    rt_lock();
+    for (size_t i = 0; i < reg_n; i++) bad += rt_block_check_slack(reg[i], when);
+    rt_unlock();
+    return bad;
+}
+
+/* ---- classification of pointers handed to copies and sets -------------------------------- */
+static const char *kind_name(cuemu_mem_kind k)
+{
+    switch (k) {
+    case CUEMU_MEM_DEVICE: return "device memory";
+    case CUEMU_MEM_MANAGED: return "managed memory";
+    case CUEMU_MEM_HOST_PINNED: return "pinned host memory";
+    case CUEMU_MEM_HOST_REGISTERED: return "registered host memory";
+    case CUEMU_MEM_SYMBOL: return "a __device__ variable";
+    }
+    return "memory";
+}
+
+cudaError_t rt_classify(const void *p, size_t count, const char *api, const char *role,
+                        enum rt_loc *loc)
+{
+    const char *c = (const char *)p;
+    cuemu_alloc_info fi;
+    if (!p) {
+        cuemu_diag("%s: the %s pointer is NULL", api, role);
+        return cudaErrorInvalidValue;
+    }
+    rt_lock();
+    rt_block *b = rt_registry_find(p);
+    if (b) {
+        cudaError_t e = cudaSuccess;
+        if (c < b->base || c >= b->base + b->size) {
+            long long off = (long long)(c - b->base);
+            cuemu_diag("%s: the %s pointer %p lies %lld bytes %s the %zu-byte allocation made at %s:%d",
+                       api, role, p, off < 0 ? -off : off - (long long)b->size,
+                       off < 0 ? "before" : "past the end of", b->size, site_file(b->file), b->line);
+            e = cudaErrorInvalidValue;
+        } else if (count > (size_t)(b->base + b->size - c)) {
+            cuemu_diag("%s: %zu bytes at the %s pointer %p (offset %zu) overrun the %zu-byte allocation "
+                       "made at %s:%d", api, count, role, p, (size_t)(c - b->base), b->size,
+                       site_file(b->file), b->line);
+            e = cudaErrorInvalidValue;
+        } else {
+            switch (b->kind) {
+            case CUEMU_MEM_DEVICE: case CUEMU_MEM_SYMBOL: *loc = RT_LOC_DEVICE; break;
+            case CUEMU_MEM_MANAGED: *loc = RT_LOC_MANAGED; break;
+            default: *loc = RT_LOC_PINNED; break;
+            }
+        }
+        rt_unlock();
+        return e;
+    }
+    rt_unlock();
+    if (cuemu_alloc_was_freed(p, &fi)) {
+        cuemu_diag("%s: the %s pointer %p is in %s that was freed (%zu bytes, allocated at %s:%d)",
+                   api, role, p, kind_name(fi.kind), fi.size, site_file(fi.file), fi.line);
+        return cudaErrorInvalidValue;
+    }
+    *loc = RT_LOC_HOST;
+    return cudaSuccess;
+}
+
+/* ---- allocation --------------------------------------------------------------------------- */
+static cudaError_t device_alloc(void **p, size_t size, cuemu_mem_kind kind, const char *file, int line)
+{
+    size_t acc = rt_granule_round(size);
+    if (!acc) return cudaErrorMemoryAllocation;
+    rt_lock();
+    cudaError_t e = rt_account(acc);
+    if (e == cudaSuccess) {
+        rt_block *b = rt_block_map(size, size, kind, file, line);
+        if (!b) {
+            rt_unaccount(acc);
+            e = cudaErrorMemoryAllocation;
+        } else {
+            b->accounted = acc;
+            rt_registry_add(b);
+            *p = b->base;
+        }
+    }
+    rt_unlock();
+    return e;
+}
+
+cudaError_t cuemu_malloc_at(const char *file, int line, void **devPtr, size_t size)
+{
+    RT_ENTER();
+    if (!devPtr) return rt_err(cudaErrorInvalidValue);
+    if (size == 0) { *devPtr = NULL; return cudaSuccess; }
+    return rt_err(device_alloc(devPtr, size, CUEMU_MEM_DEVICE, file, line));
+}
+
+cudaError_t (cudaMalloc)(void **devPtr, size_t size) { return cuemu_malloc_at(NULL, 0, devPtr, size); }
+
+/* Rows padded to a multiple of 512 bytes, what an H200 hands out for cudaMallocPitch. */
+cudaError_t cuemu_mallocPitch_at(const char *file, int line, void **devPtr, size_t *pitch,
+                                 size_t width, size_t height)
+{
+    RT_ENTER();
+    if (!devPtr || !pitch) return rt_err(cudaErrorInvalidValue);
+    if (width > SIZE_MAX - PITCH_ALIGN) return rt_err(cudaErrorMemoryAllocation);
+    size_t p = (width + PITCH_ALIGN - 1) / PITCH_ALIGN * PITCH_ALIGN;
+    if (width == 0 || height == 0) { *pitch = p; *devPtr = NULL; return cudaSuccess; }
+    if (p > MAX_PITCH) return rt_err(cudaErrorInvalidValue);
+    if (height > SIZE_MAX / p) return rt_err(cudaErrorMemoryAllocation);
+    cudaError_t e = device_alloc(devPtr, p * height, CUEMU_MEM_DEVICE, file, line);
+    if (e == cudaSuccess) *pitch = p;
+    return rt_err(e);
+}
+
+cudaError_t (cudaMallocPitch)(void **devPtr, size_t *pitch, size_t width, size_t height)
+{
+    return cuemu_mallocPitch_at(NULL, 0, devPtr, pitch, width, height);
+}
+
+cudaError_t cuemu_mallocManaged_at(const char *file, int line, void **devPtr, size_t size,
+                                   unsigned int flags)
+{
+    RT_ENTER();
+    if (!devPtr || size == 0) return rt_err(cudaErrorInvalidValue);
+    if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost) return rt_err(cudaErrorInvalidValue);
+    return rt_err(device_alloc(devPtr, size, CUEMU_MEM_MANAGED, file, line));
+}
+
+cudaError_t (cudaMallocManaged)(void **devPtr, size_t size, unsigned int flags)
+{
+    return cuemu_mallocManaged_at(NULL, 0, devPtr, size, flags);
+}
+
+cudaError_t cuemu_hostAlloc_at(const char *file, int line, void **pHost, size_t size, unsigned int flags)
+{
+    RT_ENTER();
+    if (!pHost) return rt_err(cudaErrorInvalidValue);
+    if (flags & ~(unsigned)(cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined))
+        return rt_err(cudaErrorInvalidValue);
+    if (size == 0) { *pHost = NULL; return cudaSuccess; }
+    rt_block *b = rt_block_map(size, size, CUEMU_MEM_HOST_PINNED, file, line);
+    if (!b) return rt_err(cudaErrorMemoryAllocation);
+    b->flags = flags;
+    rt_registry_add(b);
+    *pHost = b->base;
+    return cudaSuccess;
+}
+
+cudaError_t cuemu_mallocHost_at(const char *file, int line, void **ptr, size_t size)
+{
+    return cuemu_hostAlloc_at(file, line, ptr, size, cudaHostAllocDefault);
+}
+
+cudaError_t (cudaHostAlloc)(void **pHost, size_t size, unsigned int flags)
+{
+    return cuemu_hostAlloc_at(NULL, 0, pHost, size, flags);
+}
+
+cudaError_t (cudaMallocHost)(void **ptr, size_t size) { return cuemu_hostAlloc_at(NULL, 0, ptr, size, 0); }
+
+/* ---- freeing -------------------------------------------------------------------------------- */
+static void release_block(rt_block *b)
+{
+    rt_registry_remove(b);
+    rt_unaccount(b->accounted);
+    rt_freed_push(b, 1);
+}
+
+static cudaError_t bad_free(const char *api, void *p, const char *wants)
+{
+    cuemu_alloc_info fi;
+    rt_block *b = rt_registry_find(p);
+    if (b && b->base == p)
+        cuemu_diag("%s(%p): that is %s (made at %s:%d), not %s", api, p, kind_name(b->kind),
+                   site_file(b->file), b->line, wants);
+    else if (b)
+        cuemu_diag("%s(%p): points %lld bytes into an allocation made at %s:%d, not at its start",
+                   api, p, (long long)((char *)p - b->base), site_file(b->file), b->line);
+    else if (cuemu_alloc_was_freed(p, &fi))
+        cuemu_diag("%s(%p): freed twice (%zu bytes allocated at %s:%d)", api, p, fi.size,
+                   site_file(fi.file), fi.line);
+    else
+        cuemu_diag("%s(%p): not a pointer returned by %s", api, p, wants);
+    return cudaErrorInvalidValue;
+}
+
+cudaError_t (cudaFree)(void *devPtr)
+{
+    /* A dead context still lets the program clean up: free, then report the fault. */
+    int sticky = cuemu_sticky_error();
+    if (!devPtr) return sticky ? rt_err((cudaError_t)sticky) : cudaSuccess;
+    rt_lock();
+    rt_block *b = rt_registry_find(devPtr);
+    if (!b || b->base != (char *)devPtr ||
+        (b->kind != CUEMU_MEM_DEVICE && b->kind != CUEMU_MEM_MANAGED)) {
+        cudaError_t e = bad_free("cudaFree", devPtr, "cudaMalloc, cudaMallocPitch, cudaMallocManaged "
+                                 "or cudaMallocAsync");
+        rt_unlock();
+        return rt_err(sticky ? (cudaError_t)sticky : e);
+    }
+    rt_block_check_slack(b, "cudaFree");
+    if (b->pool) rt_pool_return(b);
+    else release_block(b);
+    rt_unlock();
+    sticky = cuemu_sticky_error();
+    return sticky ? rt_err((cudaError_t)sticky) : cudaSuccess;
+}
+
+cudaError_t (cudaFreeHost)(void *ptr)
+{
+    int sticky = cuemu_sticky_error();
+    if (!ptr) return sticky ? rt_err((cudaError_t)sticky) : cudaSuccess;
+    rt_lock();
+    rt_block *b = rt_registry_find(ptr);
+    if (!b || b->base != (char *)ptr || b->kind != CUEMU_MEM_HOST_PINNED) {
+        cudaError_t e = bad_free("cudaFreeHost", ptr, "cudaMallocHost or cudaHostAlloc");
+        rt_unlock();
+        return rt_err(sticky ? (cudaError_t)sticky : e);
+    }
+    rt_block_check_slack(b, "cudaFreeHost");
+    release_block(b);
+    rt_unlock();
+    sticky = cuemu_sticky_error();
+    return sticky ? rt_err((cudaError_t)sticky) : cudaSuccess;
+}
+
+/* ---- registered host memory ------------------------------------------------------------ */
+cudaError_t (cudaHostRegister)(void *ptr, size_t size, unsigned int flags)
+{
+    RT_ENTER();
+    if (!ptr || size == 0 || (uintptr_t)ptr > UINTPTR_MAX - size) return rt_err(cudaErrorInvalidValue);
+    if (flags & ~(unsigned)(cudaHostRegisterPortable | cudaHostRegisterMapped |
+                            cudaHostRegisterIoMemory | cudaHostRegisterReadOnly))
+        return rt_err(cudaErrorInvalidValue);
+    cudaError_t e = cudaSuccess;
+    rt_lock();
+    rt_block *o = registry_overlap((const char *)ptr, size);
+    if (o) {
+        if (o->kind == CUEMU_MEM_HOST_REGISTERED || o->kind == CUEMU_MEM_HOST_PINNED) {
+            e = cudaErrorHostMemoryAlreadyRegistered;
+        } else {
+            cuemu_diag("cudaHostRegister(%p, %zu): the range overlaps %s allocated at %s:%d",
+                       ptr, size, kind_name(o->kind), site_file(o->file), o->line);
+            e = cudaErrorInvalidValue;
+        }
+    } else {
+        rt_block *b = (rt_block *)calloc(1, sizeof *b);
+        if (!b) e = cudaErrorMemoryAllocation;
+        else {
+            b->base = b->ext = (char *)ptr;
+            b->size = b->ext_len = size;
+            b->kind = CUEMU_MEM_HOST_REGISTERED;
+            b->flags = flags;
+            b->serial = ++serial_counter;
+            rt_registry_add(b);
+        }
+    }
+    rt_unlock();
+    return rt_err(e);
+}
+
+cudaError_t (cudaHostUnregister)(void *ptr)
+{
+    RT_ENTER();
+    rt_lock();
+    rt_block *b = ptr ? rt_registry_find(ptr) : NULL;
+    if (!b || b->base != (char *)ptr || b->kind != CUEMU_MEM_HOST_REGISTERED) {
+        rt_unlock();
+        return rt_err(cudaErrorHostMemoryNotRegistered);
+    }
+    rt_registry_remove(b);
+    free(b);
+    rt_unlock();
+    return cudaSuccess;
+}
+
+static rt_block *host_block(const void *p)
+{
+    rt_block *b = p ? rt_registry_find(p) : NULL;
+    if (b && (b->kind == CUEMU_MEM_HOST_PINNED || b->kind == CUEMU_MEM_HOST_REGISTERED) &&
+        (const char *)p >= b->base && (const char *)p < b->base + b->size)
+        return b;
+    return NULL;
+}
+
+/* Unified addressing: a pinned page has the same address on the device. */
+cudaError_t (cudaHostGetDevicePointer)(void **pDevice, void *pHost, unsigned int flags)
+{
+    RT_ENTER();
+    if (!pDevice || flags != 0) return rt_err(cudaErrorInvalidValue);
+    rt_lock();
+    rt_block *b = host_block(pHost);
+    rt_unlock();
+    if (!b) return rt_err(cudaErrorInvalidValue);
+    *pDevice = pHost;
+    return cudaSuccess;
+}
+
+cudaError_t (cudaHostGetFlags)(unsigned int *pFlags, void *pHost)
+{
+    RT_ENTER();
+    if (!pFlags) return rt_err(cudaErrorInvalidValue);
+    rt_lock();
+    rt_block *b = host_block(pHost);
+    if (b) *pFlags = b->flags;
+    rt_unlock();
+    return b ? cudaSuccess : rt_err(cudaErrorInvalidValue);
+}
+
+cudaError_t (cudaPointerGetAttributes)(struct cudaPointerAttributes *attributes, const void *ptr)
+{
+    RT_ENTER();
+    if (!attributes) return rt_err(cudaErrorInvalidValue);
+    memset(attributes, 0, sizeof *attributes);
+    attributes->type = cudaMemoryTypeUnregistered;
+    attributes->device = cudaInvalidDeviceId;
+    rt_lock();
+    rt_block *b = ptr ? rt_registry_find(ptr) : NULL;
+    if (b && (const char *)ptr >= b->base && (const char *)ptr < b->base + b->size) {
+        attributes->device = 0;
+        switch (b->kind) {
+        case CUEMU_MEM_DEVICE:
+        case CUEMU_MEM_SYMBOL:
+            attributes->type = cudaMemoryTypeDevice;
+            attributes->devicePointer = (void *)ptr;
+            break;
+        case CUEMU_MEM_MANAGED:
+            attributes->type = cudaMemoryTypeManaged;
+            attributes->devicePointer = attributes->hostPointer = (void *)ptr;
+            break;
+        default:
+            attributes->type = cudaMemoryTypeHost;
+            attributes->devicePointer = attributes->hostPointer = (void *)ptr;
+            break;
+        }
+    }
+    rt_unlock();
+    return cudaSuccess;
+}
+
+/* ---- sets and copies -------------------------------------------------------------------- */
+#define LOC_BIT(l) (1u << (l))
+#define HOSTISH   (LOC_BIT(RT_LOC_HOST) | LOC_BIT(RT_LOC_MANAGED) | LOC_BIT(RT_LOC_PINNED))
+#define DEVICEISH (LOC_BIT(RT_LOC_DEVICE) | LOC_BIT(RT_LOC_MANAGED) | LOC_BIT(RT_LOC_PINNED))
+
+static const char *const kind_names[] = {
+    "cudaMemcpyHostToHost", "cudaMemcpyHostToDevice", "cudaMemcpyDeviceToHost",
+    "cudaMemcpyDeviceToDevice", "cudaMemcpyDefault"
+};
+static const unsigned src_ok[5] = { HOSTISH, HOSTISH, DEVICEISH, DEVICEISH, HOSTISH | DEVICEISH };
+static const unsigned dst_ok[5] = { HOSTISH, DEVICEISH, HOSTISH, DEVICEISH, HOSTISH | DEVICEISH };
+
+static const char *loc_name(enum rt_loc l)
+{
+    switch (l) {
+    case RT_LOC_HOST: return "host memory not known to CUDA";
+    case RT_LOC_DEVICE: return "device memory";
+    case RT_LOC_MANAGED: return "managed memory";
+    case RT_LOC_PINNED: return "pinned host memory";
+    }
+    return "memory";
+}
+
+static void report_kind(const char *api, enum cudaMemcpyKind kind, const char *role, const void *p,
+                        enum rt_loc l)
+{
+    cuemu_alloc_info ai;
+    if (l != RT_LOC_HOST && cuemu_alloc_lookup(p, &ai) && ai.file)
+        cuemu_diag("%s: %s, but the %s %p is %s (allocated at %s:%d)", api, kind_names[kind], role, p,
+                   loc_name(l), ai.file, ai.line);
+    else
+        cuemu_diag("%s: %s, but the %s %p is %s", api, kind_names[kind], role, p, loc_name(l));
+}
+
+/* Validate a copy of two spans like CUDA does: the direction must be a real one, and with
+   unified addressing CUDA knows where each pointer lives, so a kind that contradicts it is
+   cudaErrorInvalidValue. */
+static cudaError_t check_copy(void *dst, size_t dspan, const void *src, size_t sspan,
+                              enum cudaMemcpyKind kind, const char *api)
+{
+    enum rt_loc dl = RT_LOC_HOST, sl = RT_LOC_HOST;
+    if ((unsigned)kind > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
+    cudaError_t e = rt_classify(dst, dspan, api, "destination", &dl);
+    if (e == cudaSuccess) e = rt_classify(src, sspan, api, "source", &sl);
+    if (e != cudaSuccess) return e;
+    if (!(src_ok[kind] & LOC_BIT(sl))) {
+        report_kind(api, kind, "source", src, sl);
+        return cudaErrorInvalidValue;
+    }
+    if (!(dst_ok[kind] & LOC_BIT(dl))) {
+        report_kind(api, kind, "destination", dst, dl);
+        return cudaErrorInvalidValue;
+    }
+    return cudaSuccess;
+}
+
+static cudaError_t do_memcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                             const char *api)
+{
+    if ((unsigned)kind > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
+    if (count == 0) return cudaSuccess;
+    cudaError_t e = check_copy(dst, count, src, count, kind, api);
+    if (e == cudaSuccess) memmove(dst, src, count);
+    return e;
+}
+
+cudaError_t (cudaMemcpy)(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
+{
+    RT_ENTER();
+    cudaError_t e = do_memcpy(dst, src, count, kind, "cudaMemcpy");
+    if (e != cudaSuccess) return rt_err(e);
+    /* cudaMemcpy waits for the device, so it is where a GPU reports an earlier fault. */
+    rt_check_all_slack("cudaMemcpy");
+    return cuemu_sticky_error() ? rt_err((cudaError_t)cuemu_sticky_error()) : cudaSuccess;
+}
+
+cudaError_t (cudaMemcpyAsync)(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                              cudaStream_t stream)
+{
+    RT_ENTER();
+    if (!rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
+    return rt_err(do_memcpy(dst, src, count, kind, "cudaMemcpyAsync"));
+}
+
+static cudaError_t do_memcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch,
+                               size_t width, size_t height, enum cudaMemcpyKind kind, const char *api)
+{
+    if ((unsigned)kind > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
+    if (width == 0 || height == 0) return cudaSuccess;
+    if (dpitch < width || spitch < width || dpitch > MAX_PITCH || spitch > MAX_PITCH)
+        return cudaErrorInvalidPitchValue;
+    if (height - 1 > (SIZE_MAX - width) / dpitch || height - 1 > (SIZE_MAX - width) / spitch)
+        return cudaErrorInvalidValue;
+    size_t dspan = dpitch * (height - 1) + width, sspan = spitch * (height - 1) + width;
+    cudaError_t e = check_copy(dst, dspan, src, sspan, kind, api);
+    if (e != cudaSuccess) return e;
+    for (size_t r = 0; r < height; r++)
+        memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+    return cudaSuccess;
+}
+
+cudaError_t (cudaMemcpy2D)(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                           size_t height, enum cudaMemcpyKind kind)
+{
+    RT_ENTER();
+    cudaError_t e = do_memcpy2d(dst, dpitch, src, spitch, width, height, kind, "cudaMemcpy2D");
+    if (e != cudaSuccess) return rt_err(e);
+    rt_check_all_slack("cudaMemcpy2D");
+    return cuemu_sticky_error() ? rt_err((cudaError_t)cuemu_sticky_error()) : cudaSuccess;
+}
+
+cudaError_t (cudaMemcpy2DAsync)(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                size_t width, size_t height, enum cudaMemcpyKind kind,
+                                cudaStream_t stream)
+{
+    RT_ENTER();
+    if (!rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
+    return rt_err(do_memcpy2d(dst, dpitch, src, spitch, width, height, kind, "cudaMemcpy2DAsync"));
+}
+
+static cudaError_t do_memset(void *p, int value, size_t count, const char *api)
+{
+    enum rt_loc l;
+    if (count == 0) return cudaSuccess;
+    cudaError_t e = rt_classify(p, count, api, "destination", &l);
+    if (e != cudaSuccess) return e;
+    if (l == RT_LOC_HOST) {
+        cuemu_diag("%s: %p is %s, not device memory", api, p, loc_name(l));
+        return cudaErrorInvalidValue;
+    }
+    memset(p, value, count);
+    return cudaSuccess;
+}
+
+cudaError_t (cudaMemset)(void *devPtr, int value, size_t count)
+{
+    RT_ENTER();
+    return rt_err(do_memset(devPtr, value, count, "cudaMemset"));
+}
+
+cudaError_t (cudaMemsetAsync)(void *devPtr, int value, size_t count, cudaStream_t stream)
+{
+    RT_ENTER();
+    if (!rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
+    return rt_err(do_memset(devPtr, value, count, "cudaMemsetAsync"));
+}
+
+cudaError_t (cudaMemset2D)(void *devPtr, size_t pitch, int value, size_t width, size_t height)
+{
+    RT_ENTER();
+    if (width == 0 || height == 0) return cudaSuccess;
+    if (pitch < width || pitch > MAX_PITCH) return rt_err(cudaErrorInvalidPitchValue);
+    if (height - 1 > (SIZE_MAX - width) / pitch) return rt_err(cudaErrorInvalidValue);
+    enum rt_loc l;
+    cudaError_t e = rt_classify(devPtr, pitch * (height - 1) + width, "cudaMemset2D", "destination", &l);
+    if (e == cudaSuccess && l == RT_LOC_HOST) e = cudaErrorInvalidValue;
+    if (e != cudaSuccess) return rt_err(e);
+    for (size_t r = 0; r < height; r++) memset((char *)devPtr + r * pitch, value, width);
+    return cudaSuccess;
+}
+
+/* ---- symbols: a __device__ variable is an ordinary global, its address is the symbol ----- */
+static cudaError_t symbol_range(const void *symbol, size_t symbolSize, size_t count, size_t offset,
+                                const char *api)
+{
+    if (!symbol) return cudaErrorInvalidSymbol;
+    if (symbolSize && (offset > symbolSize || count > symbolSize - offset)) {
+        cuemu_diag("%s: %zu bytes at offset %zu do not fit in the %zu-byte symbol", api, count,
+                   offset, symbolSize);
+        return cudaErrorInvalidValue;
+    }
+    return cudaSuccess;
+}
+
+cudaError_t cuemu_memcpyToSymbol(const void *symbol, size_t symbolSize, const void *src,
+                                 size_t count, size_t offset, enum cudaMemcpyKind kind,
+                                 cudaStream_t stream)
+{
+    enum rt_loc l;
+    RT_ENTER();
+    if (!rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
+    if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+        return rt_err(cudaErrorInvalidMemcpyDirection);
+    cudaError_t e = symbol_range(symbol, symbolSize, count, offset, "cudaMemcpyToSymbol");
+    if (e != cudaSuccess || count == 0) return rt_err(e);
+    e = rt_classify(src, count, "cudaMemcpyToSymbol", "source", &l);
+    if (e == cudaSuccess && !((kind == cudaMemcpyHostToDevice ? HOSTISH :
+                               kind == cudaMemcpyDeviceToDevice ? DEVICEISH : HOSTISH | DEVICEISH)
+                              & LOC_BIT(l))) {
+        cuemu_diag("cudaMemcpyToSymbol: %s, but the source %p is %s", kind_names[kind], src, loc_name(l));
+        e = cudaErrorInvalidValue;
+    }
+    if (e != cudaSuccess) return rt_err(e);
+    memmove((char *)symbol + offset, src, count);
+    return cudaSuccess;
+}
+
+cudaError_t cuemu_memcpyFromSymbol(void *dst, const void *symbol, size_t symbolSize, size_t count,
+                                   size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    enum rt_loc l;
+    RT_ENTER();
+    if (!rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
+    if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+        return rt_err(cudaErrorInvalidMemcpyDirection);
+    cudaError_t e = symbol_range(symbol, symbolSize, count, offset, "cudaMemcpyFromSymbol");
+    if (e != cudaSuccess || count == 0) return rt_err(e);
+    e = rt_classify(dst, count, "cudaMemcpyFromSymbol", "destination", &l);
+    if (e == cudaSuccess && !((kind == cudaMemcpyDeviceToHost ? HOSTISH :
+                               kind == cudaMemcpyDeviceToDevice ? DEVICEISH : HOSTISH | DEVICEISH)
+                              & LOC_BIT(l))) {
+        cuemu_diag("cudaMemcpyFromSymbol: %s, but the destination %p is %s", kind_names[kind], dst,
+                   loc_name(l));
+        e = cudaErrorInvalidValue;
+    }
+    if (e != cudaSuccess) return rt_err(e);
+    memmove(dst, (const char *)symbol + offset, count);
+    return cudaSuccess;
+}
+
+cudaError_t (cudaMemcpyToSymbol)(const void *symbol, const void *src, size_t count, size_t offset,
+                                 enum cudaMemcpyKind kind)
+{
+    return cuemu_memcpyToSymbol(symbol, 0, src, count, offset, kind, 0);
+}
+
+cudaError_t (cudaMemcpyFromSymbol)(void *dst, const void *symbol, size_t count, size_t offset,
+                                   enum cudaMemcpyKind kind)
+{
+    return cuemu_memcpyFromSymbol(dst, symbol, 0, count, offset, kind, 0);
+}
+
+cudaError_t (cudaMemcpyToSymbolAsync)(const void *symbol, const void *src, size_t count,
+                                      size_t offset, enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    return cuemu_memcpyToSymbol(symbol, 0, src, count, offset, kind, stream);
+}
+
+cudaError_t (cudaMemcpyFromSymbolAsync)(void *dst, const void *symbol, size_t count, size_t offset,
+                                        enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    return cuemu_memcpyFromSymbol(dst, symbol, 0, count, offset, kind, stream);
+}
+
+/* The address of a __device__ variable is registered as device memory, so a kernel may be
+   handed it as an argument without being taken for a host pointer. */
+cudaError_t cuemu_getSymbolAddress(void **devPtr, const void *symbol, size_t symbolSize)
+{
+    RT_ENTER();
+    if (!devPtr) return rt_err(cudaErrorInvalidValue);
+    if (!symbol) return rt_err(cudaErrorInvalidSymbol);
+    rt_lock();
+    rt_block *b = rt_registry_find(symbol);
+    if (!b) {
+        b = (rt_block *)calloc(1, sizeof *b);
+        if (b) {
+            b->base = b->ext = (char *)symbol;
+            b->size = b->ext_len = symbolSize ? symbolSize : 1;
+            b->kind = CUEMU_MEM_SYMBOL;
+            b->serial = ++serial_counter;
+            rt_registry_add(b);
+        }
+    }
+    rt_unlock();
+    *devPtr = (void *)symbol;
+    return cudaSuccess;
+}
+
+cudaError_t (cudaGetSymbolAddress)(void **devPtr, const void *symbol)
+{
+    return cuemu_getSymbolAddress(devPtr, symbol, 0);
+}
+
+cudaError_t (cudaGetSymbolSize)(size_t *size, const void *symbol)
+{
+    RT_ENTER();
+    if (!size) return rt_err(cudaErrorInvalidValue);
+    rt_lock();
+    rt_block *b = symbol ? rt_registry_find(symbol) : NULL;
+    int ok = b && b->kind == CUEMU_MEM_SYMBOL && b->base == (const char *)symbol;
+    if (ok) *size = b->size;
+    rt_unlock();
+    return ok ? cudaSuccess : rt_err(cudaErrorInvalidSymbol);
+}
+
+/* ---- managed memory hints: validated like CUDA 13, then nothing to do on one host ------- */
+static cudaError_t check_location(struct cudaMemLocation loc)
+{
+    switch (loc.type) {
+    case cudaMemLocationTypeDevice:
+        return loc.id == 0 ? cudaSuccess : cudaErrorInvalidDevice;
+    case cudaMemLocationTypeHost:
+    case cudaMemLocationTypeHostNuma:
+    case cudaMemLocationTypeHostNumaCurrent:
+        return cudaSuccess;
+    default:
+        return cudaErrorInvalidValue;
+    }
+}
+
+static cudaError_t check_managed(const void *p, size_t count, const char *api)
+{
+    enum rt_loc l;
+    if (count == 0) return cudaErrorInvalidValue;
+    cudaError_t e = rt_classify(p, count, api, "managed", &l);
+    if (e != cudaSuccess) return e;
+    if (l != RT_LOC_MANAGED) {
+        /* This device reports pageableMemoryAccess = 0: only managed memory migrates. */
+        cuemu_diag("%s: %p is %s, not managed memory", api, p, loc_name(l));
+        return cudaErrorInvalidValue;
+    }
+    return cudaSuccess;
+}
+
+cudaError_t (cudaMemPrefetchAsync)(const void *devPtr, size_t count, struct cudaMemLocation location,
+                                   unsigned int flags, cudaStream_t stream)
+{
+    RT_ENTER();
+    if (!rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
+    if (flags != 0) return rt_err(cudaErrorInvalidValue);
+    cudaError_t e = check_location(location);
+    if (e == cudaSuccess) e = check_managed(devPtr, count, "cudaMemPrefetchAsync");
+    if (e == cudaSuccess) {
+        rt_lock();
+        rt_block *b = rt_registry_find(devPtr);
+        if (b) {
+            b->prefetch_type = location.type;
+            b->prefetch_id = location.type == cudaMemLocationTypeDevice ? location.id : 0;
+        }
+        rt_unlock();
+    }
+    return rt_err(e);
+}
+
+cudaError_t (cudaMemAdvise)(const void *devPtr, size_t count, enum cudaMemoryAdvise advice,
+                            struct cudaMemLocation location)
+{
+    RT_ENTER();
+    if ((int)advice < cudaMemAdviseSetReadMostly || (int)advice > cudaMemAdviseUnsetAccessedBy)
+        return rt_err(cudaErrorInvalidValue);
+    cudaError_t e = cudaSuccess;
+    if (advice != cudaMemAdviseSetReadMostly && advice != cudaMemAdviseUnsetReadMostly)
+        e = check_location(location);
+    if (e == cudaSuccess) e = check_managed(devPtr, count, "cudaMemAdvise");
+    if (e != cudaSuccess) return rt_err(e);
+    /* Kept per allocation, not per page: advice on part of an allocation applies to all of it. */
+    rt_lock();
+    rt_block *b = rt_registry_find(devPtr);
+    int bit = location.type == cudaMemLocationTypeDevice ? 1 : 2;
+    if (b) switch (advice) {
+    case cudaMemAdviseSetReadMostly: b->read_mostly = 1; break;
+    case cudaMemAdviseUnsetReadMostly: b->read_mostly = 0; break;
+    case cudaMemAdviseSetPreferredLocation:
+        b->pref_type = location.type;
+        b->pref_id = location.type == cudaMemLocationTypeDevice ? location.id : 0;
+        break;
+    case cudaMemAdviseUnsetPreferredLocation: b->pref_type = cudaMemLocationTypeInvalid; break;
+    case cudaMemAdviseSetAccessedBy: b->accessed_by |= bit; break;
+    case cudaMemAdviseUnsetAccessedBy: b->accessed_by &= ~bit; break;
+    }
+    rt_unlock();
+    return cudaSuccess;
+}
+
+/* The int form of a location: a device ordinal, cudaCpuDeviceId for the host, or
+   cudaInvalidDeviceId when there is none. */
+static int location_as_device(int type, int id)
+{
+    if (type == cudaMemLocationTypeDevice) return id;
+    if (type == cudaMemLocationTypeInvalid) return cudaInvalidDeviceId;
+    return cudaCpuDeviceId;
+}
+
+cudaError_t (cudaMemRangeGetAttribute)(void *data, size_t dataSize, enum cudaMemRangeAttribute attribute,
+                                       const void *devPtr, size_t count)
+{
+    RT_ENTER();
+    if (!data || dataSize < sizeof(int) || dataSize % sizeof(int)) return rt_err(cudaErrorInvalidValue);
+    if (attribute != cudaMemRangeAttributeAccessedBy && dataSize != sizeof(int))
+        return rt_err(cudaErrorInvalidValue);
+    cudaError_t e = check_managed(devPtr, count, "cudaMemRangeGetAttribute");
+    if (e != cudaSuccess) return rt_err(e);
+    int *out = (int *)data;
+    rt_lock();
+    rt_block *b = rt_registry_find(devPtr);
+    switch (attribute) {
+    case cudaMemRangeAttributeReadMostly: *out = b->read_mostly; break;
+    case cudaMemRangeAttributePreferredLocation: *out = location_as_device(b->pref_type, b->pref_id); break;
+    case cudaMemRangeAttributePreferredLocationType: *out = b->pref_type; break;
+    case cudaMemRangeAttributePreferredLocationId: *out = b->pref_id; break;
+    case cudaMemRangeAttributeLastPrefetchLocation:
+        *out = location_as_device(b->prefetch_type, b->prefetch_id);
+        break;
+    case cudaMemRangeAttributeLastPrefetchLocationType: *out = b->prefetch_type; break;
+    case cudaMemRangeAttributeLastPrefetchLocationId: *out = b->prefetch_id; break;
+    case cudaMemRangeAttributeAccessedBy: {
+        size_t n = dataSize / sizeof(int), k = 0;
+        if ((b->accessed_by & 1) && k < n) out[k++] = 0;
+        if ((b->accessed_by & 2) && k < n) out[k++] = cudaCpuDeviceId;
+        while (k < n) out[k++] = cudaInvalidDeviceId;
+        break;
+    }
+    default: e = cudaErrorInvalidValue; break;
+    }
+    rt_unlock();
+    return rt_err(e);
+}
+
+cudaError_t (cudaMemGetInfo)(size_t *free, size_t *total)
+{
+    RT_ENTER();
+    if (!free || !total) return rt_err(cudaErrorInvalidValue);
+    rt_lock();
+    *total = rt_device_total();
+    *free = used_mem > *total ? 0 : *total - used_mem;
+    rt_unlock();
+    return cudaSuccess;
+}
+
+/* ---- cudaDeviceReset's part: every allocation and registration goes ------------------ */
+void rt_memory_reset(void)
+{
+    rt_lock();
+    for (size_t i = 0; i < reg_n; i++) {
+        rt_block *b = reg[i];
+        if (b->data) munmap(b->ext, b->ext_len);
+        free(b);
+    }
+    reg_n = 0;
+    for (unsigned k = 0; k < FREED_RING; k++) {
+        if (ring[k].own) munmap(ring[k].own, ring[k].own_len);
+        memset(&ring[k], 0, sizeof ring[k]);
+    }
+    ring_next = 0;
+    used_mem = 0;
+    rt_unlock();
+}

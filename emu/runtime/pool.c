@@ -1,0 +1,397 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pool.c: stream-ordered allocation (cudaMallocAsync/cudaFreeAsync) and cudaMemPool.
+ *
+ * The model, chosen so the statistics move like a GPU's:
+ * - a pool reserves memory in blocks of the request rounded up to 2 MiB; the reserve counts
+ *   against the emulated device memory (cudaMemGetInfo sees it);
+ * - cudaFreeAsync puts the block back into the pool's reserve (UsedMemCurrent drops,
+ *   ReservedMemCurrent does not) and makes it inaccessible, so a late access still faults;
+ * - the next allocation reuses the smallest reserved block that fits;
+ * - at every synchronisation (device, stream, event) each pool releases reserved, unused
+ *   blocks until its reserve is at most its release threshold (default 0, as on a GPU), and
+ *   cudaMemPoolTrimTo does the same down to the size it is given.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_internal.h"
+
+#define POOL_MAGIC 0x706f6f6cu
+
+typedef struct rt_pool {
+    unsigned magic;
+    int is_default;
+    int destroyed;
+    unsigned long long threshold, reserved, reserved_high, used, used_high;
+    size_t max_size;
+    int reuse_follow, reuse_opportunistic, reuse_internal;
+    rt_block *free_list;
+    struct rt_pool *next;
+} rt_pool;
+
+static rt_pool default_pool;
+static rt_pool *pools;            /* every pool, the default one included */
+static rt_pool *current_pool;
+
+static void pool_defaults(rt_pool *p)
+{
+    rt_block *keep_list = p->free_list;
+    rt_pool *keep_next = p->next;
+    memset(p, 0, sizeof *p);
+    p->magic = POOL_MAGIC;
+    p->reuse_follow = p->reuse_opportunistic = p->reuse_internal = 1;
+    p->free_list = keep_list;
+    p->next = keep_next;
+}
+
+static void pools_init(void)
+{
+    if (default_pool.magic == POOL_MAGIC) return;
+    pool_defaults(&default_pool);
+    default_pool.is_default = 1;
+    default_pool.next = pools;
+    pools = &default_pool;
+    current_pool = &default_pool;
+}
+
+static rt_pool *pool_get(cudaMemPool_t h)
+{
+    pools_init();
+    for (rt_pool *p = pools; p; p = p->next)
+        if ((cudaMemPool_t)p == h && !p->destroyed) return p;
+    return NULL;
+}
+
+static void release_block(rt_pool *p, rt_block *b)
+{
+    p->reserved -= b->accounted;
+    rt_unaccount(b->accounted);
+    rt_freed_push(b, 1);
+}
+
+/* Release unused reserve until the pool holds at most `keep` bytes. */
+static void pool_trim(rt_pool *p, unsigned long long keep)
+{
+    rt_block **link = &p->free_list;
+    while (*link && p->reserved > keep) {
+        rt_block *b = *link;
+        *link = b->next_free;
+        release_block(p, b);
+    }
+}
+
+static void pool_unlink_if_empty(rt_pool *p)
+{
+    if (!p->destroyed || p->used || p->free_list || p->is_default) return;
+    for (rt_pool **l = &pools; *l; l = &(*l)->next)
+        if (*l == p) { *l = p->next; break; }
+    p->magic = 0;
+    free(p);
+}
+
+rt_block *rt_pool_find_free(const void *ptr)
+{
+    const char *c = (const char *)ptr;
+    for (rt_pool *p = pools; p; p = p->next)
+        for (rt_block *b = p->free_list; b; b = b->next_free)
+            if (c >= b->ext && c < b->ext + b->ext_len) return b;
+    return NULL;
+}
+
+void rt_pool_return(rt_block *b)
+{
+    rt_lock();
+    rt_pool *p = b->pool;
+    rt_registry_remove(b);
+    p->used -= b->accounted;
+    rt_freed_push(b, 0);
+    rt_block_protect(b, 0);
+    b->next_free = p->free_list;
+    p->free_list = b;
+    if (p->destroyed) {
+        pool_trim(p, 0);
+        pool_unlink_if_empty(p);
+    }
+    rt_unlock();
+}
+
+void rt_pools_release_to_threshold(void)
+{
+    rt_lock();
+    pools_init();
+    for (rt_pool *p = pools; p; p = p->next) pool_trim(p, p->threshold);
+    rt_unlock();
+}
+
+static cudaError_t pool_alloc(rt_pool *p, void **out, size_t size, const char *file, int line)
+{
+    if (!out) return cudaErrorInvalidValue;
+    if (size == 0) { *out = NULL; return cudaSuccess; }
+    size_t acc = rt_granule_round(size);
+    if (!acc) return cudaErrorMemoryAllocation;
+
+    rt_block *best = NULL, **best_link = NULL;
+    for (rt_block **l = &p->free_list; *l; l = &(*l)->next_free)
+        if ((*l)->capacity >= size && (!best || (*l)->capacity < best->capacity)) {
+            best = *l;
+            best_link = l;
+        }
+    if (best) {
+        *best_link = best->next_free;
+        best->next_free = NULL;
+        rt_block_place(best, size, file, line);
+        if (!best->base) { release_block(p, best); return cudaErrorMemoryAllocation; }
+    } else {
+        if (p->max_size && p->reserved + acc > p->max_size) return cudaErrorMemoryAllocation;
+        cudaError_t e = rt_account(acc);
+        if (e != cudaSuccess) {
+            /* Out of device memory: what the pools keep unused is given back first. */
+            for (rt_pool *q = pools; q; q = q->next) pool_trim(q, 0);
+            e = rt_account(acc);
+            if (e != cudaSuccess) return e;
+        }
+        best = rt_block_map(acc, size, CUEMU_MEM_DEVICE, file, line);
+        if (!best) { rt_unaccount(acc); return cudaErrorMemoryAllocation; }
+        best->accounted = acc;
+        best->pool = p;
+        p->reserved += acc;
+        if (p->reserved > p->reserved_high) p->reserved_high = p->reserved;
+    }
+    p->used += best->accounted;
+    if (p->used > p->used_high) p->used_high = p->used;
+    rt_registry_add(best);
+    *out = best->base;
+    return cudaSuccess;
+}
+
+cudaError_t cuemu_mallocFromPoolAsync_at(const char *file, int line, void **ptr, size_t size,
+                                         cudaMemPool_t memPool, cudaStream_t stream)
+{
+    RT_ENTER();
+    if (!rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
+    rt_lock();
+    rt_pool *p = pool_get(memPool);
+    cudaError_t e = p ? pool_alloc(p, ptr, size, file, line) : cudaErrorInvalidValue;
+    rt_unlock();
+    return rt_err(e);
+}
+
+cudaError_t cuemu_mallocAsync_at(const char *file, int line, void **devPtr, size_t size,
+                                  cudaStream_t hStream)
+{
+    RT_ENTER();
+    if (!rt_stream_valid(hStream)) return rt_err(cudaErrorInvalidResourceHandle);
+    rt_lock();
+    pools_init();
+    cudaError_t e = pool_alloc(current_pool, devPtr, size, file, line);
+    rt_unlock();
+    return rt_err(e);
+}
+
+cudaError_t (cudaMallocAsync)(void **devPtr, size_t size, cudaStream_t hStream)
+{
+    return cuemu_mallocAsync_at(NULL, 0, devPtr, size, hStream);
+}
+
+cudaError_t (cudaMallocFromPoolAsync)(void **ptr, size_t size, cudaMemPool_t memPool,
+                                      cudaStream_t stream)
+{
+    return cuemu_mallocFromPoolAsync_at(NULL, 0, ptr, size, memPool, stream);
+}
+
+/* CUDA lets cudaFreeAsync free cudaMalloc memory too (and cudaFree pool memory). */
+cudaError_t (cudaFreeAsync)(void *devPtr, cudaStream_t hStream)
+{
+    RT_ENTER();
+    if (!rt_stream_valid(hStream)) return rt_err(cudaErrorInvalidResourceHandle);
+    return (cudaFree)(devPtr);
+}
+
+/* ---- pools ------------------------------------------------------------------------------ */
+cudaError_t (cudaDeviceGetDefaultMemPool)(cudaMemPool_t *memPool, int device)
+{
+    RT_ENTER();
+    if (!memPool) return rt_err(cudaErrorInvalidValue);
+    if (device != 0) return rt_err(cudaErrorInvalidDevice);
+    rt_lock();
+    pools_init();
+    *memPool = (cudaMemPool_t)&default_pool;
+    rt_unlock();
+    return cudaSuccess;
+}
+
+cudaError_t (cudaDeviceGetMemPool)(cudaMemPool_t *memPool, int device)
+{
+    RT_ENTER();
+    if (!memPool) return rt_err(cudaErrorInvalidValue);
+    if (device != 0) return rt_err(cudaErrorInvalidDevice);
+    rt_lock();
+    pools_init();
+    *memPool = (cudaMemPool_t)current_pool;
+    rt_unlock();
+    return cudaSuccess;
+}
+
+cudaError_t (cudaDeviceSetMemPool)(int device, cudaMemPool_t memPool)
+{
+    RT_ENTER();
+    if (device != 0) return rt_err(cudaErrorInvalidDevice);
+    rt_lock();
+    rt_pool *p = pool_get(memPool);
+    if (p) current_pool = p;
+    rt_unlock();
+    return p ? cudaSuccess : rt_err(cudaErrorInvalidValue);
+}
+
+cudaError_t (cudaMemPoolCreate)(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps)
+{
+    RT_ENTER();
+    if (!memPool || !poolProps) return rt_err(cudaErrorInvalidValue);
+    if (poolProps->allocType != cudaMemAllocationTypePinned) return rt_err(cudaErrorInvalidValue);
+    if (poolProps->location.type != cudaMemLocationTypeDevice) return rt_err(cudaErrorInvalidValue);
+    if (poolProps->location.id != 0) return rt_err(cudaErrorInvalidDevice);
+    if ((unsigned)poolProps->handleTypes & ~(unsigned)cudaMemHandleTypePosixFileDescriptor)
+        return rt_err(cudaErrorNotSupported);
+    rt_pool *p = (rt_pool *)calloc(1, sizeof *p);
+    if (!p) return rt_err(cudaErrorMemoryAllocation);
+    pool_defaults(p);
+    p->max_size = poolProps->maxSize;
+    rt_lock();
+    pools_init();
+    p->next = pools;
+    pools = p;
+    rt_unlock();
+    *memPool = (cudaMemPool_t)p;
+    return cudaSuccess;
+}
+
+cudaError_t (cudaMemPoolDestroy)(cudaMemPool_t memPool)
+{
+    RT_ENTER();
+    rt_lock();
+    rt_pool *p = pool_get(memPool);
+    if (!p || p->is_default) { rt_unlock(); return rt_err(cudaErrorInvalidValue); }
+    if (current_pool == p) current_pool = &default_pool;
+    /* Allocations still out are released when they are freed, as CUDA defers it too. */
+    p->destroyed = 1;
+    pool_trim(p, 0);
+    pool_unlink_if_empty(p);
+    rt_unlock();
+    return cudaSuccess;
+}
+
+cudaError_t (cudaMemPoolTrimTo)(cudaMemPool_t memPool, size_t minBytesToKeep)
+{
+    RT_ENTER();
+    rt_lock();
+    rt_pool *p = pool_get(memPool);
+    if (p) pool_trim(p, minBytesToKeep);
+    rt_unlock();
+    return p ? cudaSuccess : rt_err(cudaErrorInvalidValue);
+}
+
+cudaError_t (cudaMemPoolSetAttribute)(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+{
+    RT_ENTER();
+    cudaError_t e = cudaSuccess;
+    rt_lock();
+    rt_pool *p = pool_get(memPool);
+    if (!p || !value) e = cudaErrorInvalidValue;
+    else switch (attr) {
+    case cudaMemPoolReuseFollowEventDependencies: p->reuse_follow = *(int *)value != 0; break;
+    case cudaMemPoolReuseAllowOpportunistic: p->reuse_opportunistic = *(int *)value != 0; break;
+    case cudaMemPoolReuseAllowInternalDependencies: p->reuse_internal = *(int *)value != 0; break;
+    case cudaMemPoolAttrReleaseThreshold: p->threshold = *(unsigned long long *)value; break;
+    /* High watermarks can only be reset, and a reset starts them again from now. */
+    case cudaMemPoolAttrReservedMemHigh:
+        if (*(unsigned long long *)value != 0) e = cudaErrorInvalidValue;
+        else p->reserved_high = p->reserved;
+        break;
+    case cudaMemPoolAttrUsedMemHigh:
+        if (*(unsigned long long *)value != 0) e = cudaErrorInvalidValue;
+        else p->used_high = p->used;
+        break;
+    default: e = cudaErrorInvalidValue; break;
+    }
+    rt_unlock();
+    return rt_err(e);
+}
+
+cudaError_t (cudaMemPoolGetAttribute)(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+{
+    RT_ENTER();
+    cudaError_t e = cudaSuccess;
+    rt_lock();
+    rt_pool *p = pool_get(memPool);
+    if (!p || !value) e = cudaErrorInvalidValue;
+    else switch (attr) {
+    case cudaMemPoolReuseFollowEventDependencies: *(int *)value = p->reuse_follow; break;
+    case cudaMemPoolReuseAllowOpportunistic: *(int *)value = p->reuse_opportunistic; break;
+    case cudaMemPoolReuseAllowInternalDependencies: *(int *)value = p->reuse_internal; break;
+    case cudaMemPoolAttrReleaseThreshold: *(unsigned long long *)value = p->threshold; break;
+    case cudaMemPoolAttrReservedMemCurrent: *(unsigned long long *)value = p->reserved; break;
+    case cudaMemPoolAttrReservedMemHigh: *(unsigned long long *)value = p->reserved_high; break;
+    case cudaMemPoolAttrUsedMemCurrent: *(unsigned long long *)value = p->used; break;
+    case cudaMemPoolAttrUsedMemHigh: *(unsigned long long *)value = p->used_high; break;
+    default: e = cudaErrorInvalidValue; break;
+    }
+    rt_unlock();
+    return rt_err(e);
+}
+
+/* One device: it always has read-write access to its own pools. */
+cudaError_t (cudaMemPoolSetAccess)(cudaMemPool_t memPool, const struct cudaMemAccessDesc *descList,
+                                   size_t count)
+{
+    RT_ENTER();
+    rt_lock();
+    rt_pool *p = pool_get(memPool);
+    rt_unlock();
+    if (!p || (count && !descList)) return rt_err(cudaErrorInvalidValue);
+    for (size_t i = 0; i < count; i++) {
+        if (descList[i].location.type != cudaMemLocationTypeDevice) return rt_err(cudaErrorInvalidValue);
+        if (descList[i].location.id != 0) return rt_err(cudaErrorInvalidDevice);
+        if (descList[i].flags != cudaMemAccessFlagsProtReadWrite) return rt_err(cudaErrorInvalidValue);
+    }
+    return cudaSuccess;
+}
+
+cudaError_t (cudaMemPoolGetAccess)(enum cudaMemAccessFlags *flags, cudaMemPool_t memPool,
+                                   struct cudaMemLocation *location)
+{
+    RT_ENTER();
+    rt_lock();
+    rt_pool *p = pool_get(memPool);
+    rt_unlock();
+    if (!p || !flags || !location) return rt_err(cudaErrorInvalidValue);
+    if (location->type != cudaMemLocationTypeDevice) return rt_err(cudaErrorInvalidValue);
+    if (location->id != 0) return rt_err(cudaErrorInvalidDevice);
+    *flags = cudaMemAccessFlagsProtReadWrite;
+    return cudaSuccess;
+}
+
+/* cudaDeviceReset: reserves are dropped (live pool blocks go with the registry). */
+void rt_pools_reset(void)
+{
+    rt_lock();
+    pools_init();
+    rt_pool *p = pools;
+    while (p) {
+        rt_pool *next = p->next;
+        while (p->free_list) {
+            rt_block *b = p->free_list;
+            p->free_list = b->next_free;
+            release_block(p, b);
+        }
+        if (!p->is_default) { p->magic = 0; free(p); }
+        p = next;
+    }
+    default_pool.next = NULL;
+    pool_defaults(&default_pool);
+    default_pool.is_default = 1;
+    pools = &default_pool;
+    current_pool = &default_pool;
+    rt_unlock();
+}

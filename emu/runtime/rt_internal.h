@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rt_internal.h: what the runtime's own files share. Not seen by student code or the core.
+ *
+ * Locking: one recursive mutex (rt_lock/rt_unlock) guards every table of the runtime. CUDA
+ * lets any host thread call the runtime, and Python may do so from several threads.
+ */
+#ifndef CUEMU_RT_INTERNAL_H
+#define CUEMU_RT_INTERNAL_H
+
+#include <stddef.h>
+#include "cuda_runtime.h"
+#include "cuemu_internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+void rt_lock(void);
+void rt_unlock(void);
+
+/* Every API call that needs the device starts with RT_ENTER: a sticky fault makes every
+   such call fail with it, as a GPU's dead context does until cudaDeviceReset. */
+cudaError_t rt_err(cudaError_t e);   /* records e (if not success) as last error, returns it */
+#define RT_ENTER()                                                   \
+    do {                                                             \
+        int rt_sticky_ = cuemu_sticky_error();                       \
+        if (rt_sticky_) return rt_err((cudaError_t)rt_sticky_);      \
+    } while (0)
+
+/* ---- allocations --------------------------------------------------------------------- */
+typedef struct rt_block rt_block;
+struct rt_pool;
+struct rt_block {
+    char          *base;        /* what the program sees                                   */
+    size_t         size;        /* what it asked for                                       */
+    char          *ext;         /* extent: the whole mapping incl. guard pages, or base    */
+    size_t         ext_len;
+    char          *data;        /* first read-write byte of the mapping (NULL: not ours)   */
+    size_t         data_len;
+    size_t         accounted;   /* bytes counted against the emulated device memory        */
+    size_t         capacity;    /* pool blocks: the largest size this block can hold again */
+    cuemu_mem_kind kind;
+    const char    *file;
+    int            line;
+    unsigned long  serial;
+    unsigned int   flags;       /* cudaHostAlloc / cudaHostRegister flags                  */
+    int            slack_reported;
+    struct rt_pool *pool;       /* set for cudaMallocAsync blocks                          */
+    /* managed memory: the hints, kept per allocation (cudaMemRangeGetAttribute reads them) */
+    int            read_mostly, accessed_by;
+    int            pref_type, pref_id, prefetch_type, prefetch_id;
+    rt_block      *next_free;   /* pool free list                                          */
+};
+
+size_t    rt_page(void);
+size_t    rt_device_total(void);
+size_t    rt_device_used(void);
+/* Count bytes against the emulated device memory; cudaErrorMemoryAllocation if they do not fit. */
+cudaError_t rt_account(size_t bytes);
+void      rt_unaccount(size_t bytes);
+size_t    rt_granule_round(size_t bytes);   /* 0 on overflow */
+
+/* Map a guarded block of `bytes` capacity and place `size` bytes of it against the back
+   guard page; NULL if the host is out of memory. Not registered, not accounted. */
+rt_block *rt_block_map(size_t bytes, size_t size, cuemu_mem_kind kind, const char *file, int line);
+/* (Re-)place `size` bytes in a mapped block against its back guard page: read-write,
+   poisoned, canaries around it, a new serial. Not registered. */
+void      rt_block_place(rt_block *b, size_t size, const char *file, int line);
+/* Register / unregister a live block (lock held). */
+void      rt_registry_add(rt_block *b);
+void      rt_registry_remove(rt_block *b);
+rt_block *rt_registry_find(const void *p);          /* p in [ext, ext+ext_len) */
+/* Record b as freed, for use-after-free reports; give_mapping: the ring takes the mapping
+   (made inaccessible now, unmapped when the entry leaves the ring) and frees b. */
+void      rt_freed_push(rt_block *b, int give_mapping);
+/* Make a block's data inaccessible (pool blocks kept in reserve). */
+void      rt_block_protect(rt_block *b, int accessible);
+/* Check the poisoned bytes between the end of b and its guard page (lock held);
+   reports and sets the sticky error once. Returns 1 if damaged. */
+int       rt_block_check_slack(rt_block *b, const char *when);
+int       rt_check_all_slack(const char *when);
+void      rt_memory_reset(void);
+
+/* ---- pools ----------------------------------------------------------------------------- */
+/* cudaFree / cudaFreeAsync of a pool block: back into its pool's reserve. */
+void      rt_pool_return(rt_block *b);
+/* A block sitting freed in some pool's reserve whose extent holds p, or NULL (lock held). */
+rt_block *rt_pool_find_free(const void *p);
+void      rt_pools_release_to_threshold(void);
+void      rt_pools_reset(void);
+
+/* ---- streams, functions ---------------------------------------------------------------- */
+int       rt_stream_valid(cudaStream_t s);
+void      rt_streams_reset(void);
+void      rt_funcs_reset(void);
+void      rt_errors_reset(void);
+
+/* What every synchronising call does: verify allocations, let pools shrink to threshold. */
+cudaError_t rt_sync_point(const char *what);
+
+/* Memory ranges for copies and sets. */
+enum rt_loc { RT_LOC_HOST = 0, RT_LOC_DEVICE, RT_LOC_MANAGED, RT_LOC_PINNED };
+/* Classify [p, p+count) for `api`; cudaErrorInvalidValue (with a diagnostic) when the range
+   overruns an allocation, lies in a guard zone or in freed memory. */
+cudaError_t rt_classify(const void *p, size_t count, const char *api, const char *role,
+                        enum rt_loc *loc);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Runtime test: cudaMallocManaged, and cudaMemPrefetchAsync / cudaMemAdvise with CUDA 13's
+ * signatures (a cudaMemLocation, and prefetch flags) and their argument checks.
+ */
+#include <cstdio>
+#include <cuda_runtime.h>
+
+static int failures;
+#define EXPECT(cond) do { if (!(cond)) { fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); failures++; } } while (0)
+#define EXPECT_ERR(expr, want) do { cudaError_t got_ = (expr); if (got_ != (want)) { \
+    fprintf(stderr, "%s:%d: %s -> %s, expected %s\n", __FILE__, __LINE__, #expr, \
+            cudaGetErrorName(got_), cudaGetErrorName(want)); failures++; } } while (0)
+#define OK(expr) EXPECT_ERR(expr, cudaSuccess)
+
+int main(void)
+{
+    const int n = 4099;
+    float *m = NULL;
+    OK(cudaMallocManaged(&m, n * sizeof(float)));                      // flags default (C++)
+    double *m2 = NULL;
+    OK(cudaMallocManaged(&m2, 64 * sizeof(double), cudaMemAttachHost));
+    for (int i = 0; i < n; i++) m[i] = (float)i;                       // the host writes it directly
+
+    struct cudaMemLocation dev = { cudaMemLocationTypeDevice, 0 };
+    struct cudaMemLocation host = { cudaMemLocationTypeHost, 0 };
+    struct cudaMemLocation bad_dev = { cudaMemLocationTypeDevice, 3 };
+    cudaStream_t s;
+    OK(cudaStreamCreate(&s));
+    OK(cudaMemPrefetchAsync(m, n * sizeof(float), dev, 0, s));
+    OK(cudaMemPrefetchAsync(m + 100, 10 * sizeof(float), host, 0));
+    OK(cudaStreamSynchronize(s));
+    EXPECT(m[n - 1] == (float)(n - 1));                                 // contents survive migration
+
+    OK(cudaMemAdvise(m, n * sizeof(float), cudaMemAdviseSetReadMostly, dev));
+    OK(cudaMemAdvise(m, n * sizeof(float), cudaMemAdviseUnsetReadMostly, dev));
+    OK(cudaMemAdvise(m, n * sizeof(float), cudaMemAdviseSetPreferredLocation, dev));
+    OK(cudaMemAdvise(m, n * sizeof(float), cudaMemAdviseSetPreferredLocation, host));
+    OK(cudaMemAdvise(m, n * sizeof(float), cudaMemAdviseSetAccessedBy, dev));
+    OK(cudaMemAdvise(m, n * sizeof(float), cudaMemAdviseUnsetAccessedBy, dev));
+
+    // What the hints left behind, read back.
+    int attr = -7;
+    OK(cudaMemRangeGetAttribute(&attr, sizeof attr, cudaMemRangeAttributeLastPrefetchLocation, m, n * sizeof(float)));
+    EXPECT(attr == cudaCpuDeviceId);                                  // the last prefetch went to the host
+    OK(cudaMemPrefetchAsync(m, n * sizeof(float), dev, 0, s));
+    OK(cudaMemRangeGetAttribute(&attr, sizeof attr, cudaMemRangeAttributeLastPrefetchLocation, m, n * sizeof(float)));
+    EXPECT(attr == 0);
+    OK(cudaMemRangeGetAttribute(&attr, sizeof attr, cudaMemRangeAttributePreferredLocation, m, n * sizeof(float)));
+    EXPECT(attr == cudaCpuDeviceId);                                  // the last preference was the host
+    OK(cudaMemRangeGetAttribute(&attr, sizeof attr, cudaMemRangeAttributeReadMostly, m, n * sizeof(float)));
+    EXPECT(attr == 0);
+    OK(cudaMemAdvise(m, n * sizeof(float), cudaMemAdviseSetReadMostly, dev));
+    OK(cudaMemRangeGetAttribute(&attr, sizeof attr, cudaMemRangeAttributeReadMostly, m, n * sizeof(float)));
+    EXPECT(attr == 1);
+    int by[2] = { 7, 7 };
+    OK(cudaMemAdvise(m, n * sizeof(float), cudaMemAdviseSetAccessedBy, dev));
+    OK(cudaMemRangeGetAttribute(by, sizeof by, cudaMemRangeAttributeAccessedBy, m, n * sizeof(float)));
+    EXPECT(by[0] == 0 && by[1] == cudaInvalidDeviceId);
+    OK(cudaMemRangeGetAttribute(&attr, sizeof attr, cudaMemRangeAttributeLastPrefetchLocation, m2, 64));
+    EXPECT(attr == cudaInvalidDeviceId);                              // never prefetched
+    EXPECT_ERR(cudaMemRangeGetAttribute(&attr, 2, cudaMemRangeAttributeReadMostly, m, 4), cudaErrorInvalidValue);
+
+    // The checks.
+    EXPECT_ERR(cudaMemPrefetchAsync(m, n * sizeof(float), bad_dev, 0, s), cudaErrorInvalidDevice);
+    EXPECT_ERR(cudaMemPrefetchAsync(m, n * sizeof(float), dev, 1, s), cudaErrorInvalidValue);
+    EXPECT_ERR(cudaMemAdvise(m, n * sizeof(float), (cudaMemoryAdvise)99, dev), cudaErrorInvalidValue);
+    EXPECT_ERR(cudaMemAdvise(m, n * sizeof(float), cudaMemAdviseSetPreferredLocation, bad_dev),
+               cudaErrorInvalidDevice);
+    EXPECT_ERR(cudaMallocManaged(&m2, 0), cudaErrorInvalidValue);
+    EXPECT_ERR(cudaMallocManaged(&m2, 64, 0x10), cudaErrorInvalidValue);
+#ifdef __CUEMU__
+    // pageableMemoryAccess is 0 on this device: only managed memory can be prefetched, and
+    // only within its allocation.
+    float *d = NULL;
+    OK(cudaMalloc(&d, 64));
+    EXPECT_ERR(cudaMemPrefetchAsync(d, 64, dev, 0, s), cudaErrorInvalidValue);
+    EXPECT_ERR(cudaMemPrefetchAsync(m, (n + 1) * sizeof(float), dev, 0, s), cudaErrorInvalidValue);
+    OK(cudaFree(d));
+#endif
+    (void)cudaGetLastError();
+
+    int cma = -1;
+    OK(cudaDeviceGetAttribute(&cma, cudaDevAttrConcurrentManagedAccess, 0));
+    EXPECT(cma == 0 || cma == 1);
+
+    OK(cudaStreamDestroy(s));
+    OK(cudaFree(m));
+    OK(cudaFree(m2));
+    if (failures) { fprintf(stderr, "%d check(s) failed\n", failures); return 1; }
+    printf("managed: ok\n");
+    return 0;
+}

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Runtime test: cudaMallocAsync/cudaFreeAsync and memory pools. The statistics must move like
+ * a GPU's: freed blocks stay reserved until a synchronisation releases the reserve down to the
+ * release threshold; trimming releases unused reserve; used memory returns to zero.
+ */
+#include <cstdio>
+#include <cstring>
+#include <cuda_runtime.h>
+
+static int failures;
+#define EXPECT(cond) do { if (!(cond)) { fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); failures++; } } while (0)
+#define EXPECT_ERR(expr, want) do { cudaError_t got_ = (expr); if (got_ != (want)) { \
+    fprintf(stderr, "%s:%d: %s -> %s, expected %s\n", __FILE__, __LINE__, #expr, \
+            cudaGetErrorName(got_), cudaGetErrorName(want)); failures++; } } while (0)
+#define OK(expr) EXPECT_ERR(expr, cudaSuccess)
+
+static unsigned long long pool_stat(cudaMemPool_t pool, cudaMemPoolAttr attr)
+{
+    unsigned long long v = ~0ull;
+    OK(cudaMemPoolGetAttribute(pool, attr, &v));
+    return v;
+}
+
+int main(void)
+{
+    int supported = 0;
+    OK(cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, 0));
+    EXPECT(supported == 1);
+    size_t free0, total;
+    OK(cudaMemGetInfo(&free0, &total));
+
+    cudaMemPool_t def = NULL, cur = NULL;
+    OK(cudaDeviceGetDefaultMemPool(&def, 0));
+    OK(cudaDeviceGetMemPool(&cur, 0));
+    EXPECT(def != NULL && def == cur);
+    EXPECT(pool_stat(def, cudaMemPoolAttrReleaseThreshold) == 0);
+
+    cudaStream_t s;
+    OK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+
+    // Threshold 0 (the default): freed memory is reserved until the next synchronisation.
+    const size_t bytes = 3u << 20;
+    float *a = NULL;
+    OK(cudaMallocAsync(&a, bytes, s));
+    EXPECT(pool_stat(def, cudaMemPoolAttrUsedMemCurrent) >= bytes);
+    EXPECT(pool_stat(def, cudaMemPoolAttrReservedMemCurrent) >= pool_stat(def, cudaMemPoolAttrUsedMemCurrent));
+    OK(cudaMemsetAsync(a, 0, bytes, s));
+    OK(cudaFreeAsync(a, s));
+    OK(cudaStreamSynchronize(s));
+    EXPECT(pool_stat(def, cudaMemPoolAttrUsedMemCurrent) == 0);
+    EXPECT(pool_stat(def, cudaMemPoolAttrReservedMemCurrent) == 0);
+    EXPECT(pool_stat(def, cudaMemPoolAttrUsedMemHigh) >= bytes);
+    EXPECT(pool_stat(def, cudaMemPoolAttrReservedMemHigh) >= bytes);
+
+    // A high threshold keeps the reserve across synchronisations, and it is reused.
+    unsigned long long keep = ~0ull;
+    OK(cudaMemPoolSetAttribute(def, cudaMemPoolAttrReleaseThreshold, &keep));
+    EXPECT(pool_stat(def, cudaMemPoolAttrReleaseThreshold) == keep);
+    OK(cudaMallocAsync(&a, bytes, s));
+    unsigned long long reserved = pool_stat(def, cudaMemPoolAttrReservedMemCurrent);
+    OK(cudaFreeAsync(a, s));
+    OK(cudaStreamSynchronize(s));
+    EXPECT(pool_stat(def, cudaMemPoolAttrUsedMemCurrent) == 0);
+    EXPECT(pool_stat(def, cudaMemPoolAttrReservedMemCurrent) == reserved);
+    size_t free1;
+    OK(cudaMemGetInfo(&free1, &total));
+    EXPECT(free1 < free0);                     // the reserve is device memory in use
+    for (int i = 0; i < 10; i++) {             // steady state: no growth
+        OK(cudaMallocAsync(&a, bytes, s));
+        OK(cudaFreeAsync(a, s));
+    }
+    OK(cudaDeviceSynchronize());
+    EXPECT(pool_stat(def, cudaMemPoolAttrReservedMemCurrent) == reserved);
+
+    // Resetting the high watermarks is allowed only to 0.
+    unsigned long long zero = 0, one = 1;
+    OK(cudaMemPoolSetAttribute(def, cudaMemPoolAttrUsedMemHigh, &zero));
+    EXPECT(pool_stat(def, cudaMemPoolAttrUsedMemHigh) == 0);
+    EXPECT_ERR(cudaMemPoolSetAttribute(def, cudaMemPoolAttrUsedMemHigh, &one), cudaErrorInvalidValue);
+    EXPECT_ERR(cudaMemPoolSetAttribute(def, cudaMemPoolAttrUsedMemCurrent, &zero), cudaErrorInvalidValue);
+    (void)cudaGetLastError();
+
+    // Trim releases unused reserve, down to what it is asked to keep.
+    OK(cudaMemPoolTrimTo(def, 0));
+    EXPECT(pool_stat(def, cudaMemPoolAttrReservedMemCurrent) == 0);
+    OK(cudaMemGetInfo(&free1, &total));
+    EXPECT(free1 == free0);
+
+    // A pool of our own, used directly and as the device's current pool.
+    struct cudaMemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = 0;
+    cudaMemPool_t pool = NULL;
+    OK(cudaMemPoolCreate(&pool, &props));
+    int *b = NULL, *c = NULL;
+    OK(cudaMallocFromPoolAsync(&b, 1000, pool, s));
+    OK(cudaMallocAsync(&c, 1000, pool, s));             // the C++ overload taking a pool
+    EXPECT(pool_stat(pool, cudaMemPoolAttrUsedMemCurrent) >= 2000);
+    OK(cudaDeviceSetMemPool(0, pool));
+    OK(cudaDeviceGetMemPool(&cur, 0));
+    EXPECT(cur == pool);
+    int *d = NULL;
+    OK(cudaMallocAsync(&d, 1000, s));
+    EXPECT(pool_stat(pool, cudaMemPoolAttrUsedMemCurrent) >= 3000);
+    OK(cudaFreeAsync(b, s));
+    OK(cudaFreeAsync(c, s));
+    OK(cudaFree(d));                                    // cudaFree works on pool memory too
+    OK(cudaStreamSynchronize(s));
+    EXPECT(pool_stat(pool, cudaMemPoolAttrUsedMemCurrent) == 0);
+    EXPECT(pool_stat(pool, cudaMemPoolAttrReservedMemCurrent) == 0);
+    OK(cudaDeviceSetMemPool(0, def));
+
+    // Access: the owning device has read-write access.
+    struct cudaMemAccessDesc desc;
+    desc.location = props.location;
+    desc.flags = cudaMemAccessFlagsProtReadWrite;
+    OK(cudaMemPoolSetAccess(pool, &desc, 1));
+    cudaMemAccessFlags fl = cudaMemAccessFlagsProtNone;
+    struct cudaMemLocation loc = props.location;
+    OK(cudaMemPoolGetAccess(&fl, pool, &loc));
+    EXPECT(fl == cudaMemAccessFlagsProtReadWrite);
+
+    // Errors: the default pool cannot be destroyed; bad properties; bad device.
+    EXPECT_ERR(cudaMemPoolDestroy(def), cudaErrorInvalidValue);
+    OK(cudaMemPoolDestroy(pool));
+    props.location.id = 5;
+    EXPECT_ERR(cudaMemPoolCreate(&pool, &props), cudaErrorInvalidDevice);
+    EXPECT_ERR(cudaDeviceGetDefaultMemPool(&cur, 3), cudaErrorInvalidDevice);
+    (void)cudaGetLastError();
+
+    // Reserve counts toward cudaMemGetInfo and comes back: memory in use returns to start.
+    unsigned long long thr0 = 0;
+    OK(cudaMemPoolSetAttribute(def, cudaMemPoolAttrReleaseThreshold, &thr0));
+    OK(cudaDeviceSynchronize());
+    OK(cudaStreamDestroy(s));
+    OK(cudaMemGetInfo(&free1, &total));
+    EXPECT(free1 == free0);
+    if (failures) { fprintf(stderr, "%d check(s) failed\n", failures); return 1; }
+    printf("pools: ok\n");
+    return 0;
+}
