@@ -117,7 +117,9 @@ bench: all python ## every chapter's --bench on the solutions (real numbers need
 
 # CTest runs one process per exercise, each with a timeout, so a kernel that crashes or hangs
 # fails only its own exercise. The summary is read from the JSON results, not from stdout.
-ctest_run = cmake -S tests -B $(BUILD)/tests/$(1) -DMODE=$(1) -DBACKEND=$(B) -DPYTHON=$(abspath $(PY)) -DBUILD_DIR=$(abspath $(BUILD)) >/dev/null && \
+# CTest runs from another directory: give it the interpreter's absolute path.
+PY_ABS     = $(if $(findstring /,$(PY)),$(abspath $(PY)),$(shell command -v $(PY)))
+ctest_run = cmake -S tests -B $(BUILD)/tests/$(1) -DMODE=$(1) -DBACKEND=$(B) -DPYTHON=$(PY_ABS) -DBUILD_DIR=$(abspath $(BUILD)) >/dev/null && \
 	rm -rf $(RESULTS)/$(1) && \
 	{ ctest --test-dir $(BUILD)/tests/$(1) --output-on-failure --output-junit junit.xml $(CTEST_ARGS); rc=$$?; \
 	  $(PY) tools/summary.py $(RESULTS)/$(1); exit $$rc; }
