@@ -196,9 +196,12 @@ class Library:
 
 
 def _relative(where):
+    """file:line relative to the repository (make compiles from its root, so a relative
+    __FILE__ is relative to REPO, whatever directory Python runs in)."""
     try:
         path, line = where.rsplit(":", 1)
-        return f"{Path(path).resolve().relative_to(REPO)}:{line}"
+        full = Path(path) if Path(path).is_absolute() else REPO / path
+        return f"{full.resolve().relative_to(REPO)}:{line}"
     except ValueError:
         return where
 
@@ -582,6 +585,9 @@ class Chapter:
             print(f"[{r['status']:>8}] {r['id']:<10} {r['title']}  ({r['seconds']:.2f} s)")
             if r["message"]:
                 print("           " + r["message"].replace("\n", "\n           "))
+        if args.expect_fail:   # a stub's exercise is meant to fail: record that for graders
+            for r in results:
+                r["expected_to_fail"] = r["exercise"]
         if args.json:
             self._write_json(args.json, results)
         return self._exit_code(results, args.expect_fail)
