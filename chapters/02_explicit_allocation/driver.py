@@ -1,0 +1,476 @@
+# SPDX-License-Identifier: MIT
+"""Chapter 02 explicit_allocation: own device memory from Python, and free it on every path.
+
+    python3 driver.py            the lesson's demo: alignment, ownership, out of memory
+    python3 driver.py --check    the tests (make check runs each exercise on its own)
+    python3 driver.py --bench    cudaMalloc + cudaFree cost per call; cudaMemset bandwidth
+"""
+import contextlib
+import ctypes
+import functools
+import gc
+import os
+import sys
+import weakref
+from pathlib import Path
+from types import SimpleNamespace
+
+# The emulator fills every fresh allocation, so the tests' "device nearly full" ballast would
+# write all of a 4 GiB emulated device. A smaller emulated device keeps them fast; a real GPU
+# ignores this variable.
+os.environ.setdefault("CUEMU_DEVICE_MEMORY", "256M")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
+import numpy as np  # noqa: E402
+import tut  # noqa: E402
+
+CH = tut.Chapter(2, "02_explicit_allocation")
+I, F, P, Z = ctypes.c_int, ctypes.c_float, ctypes.c_void_p, ctypes.c_size_t
+MiB = 1 << 20
+
+
+@functools.cache
+def c_api(lib):
+    """Each C function declared once, next to its prototype."""
+    return SimpleNamespace(
+        # int alignment_probe(const size_t *sizes, int count, unsigned long long *addrs)
+        alignment_probe=lib.bind("alignment_probe", [P, I, P]),
+        # int free_null(void)
+        free_null=lib.bind("free_null", []),
+        # int try_malloc(size_t bytes)
+        try_malloc=lib.bind("try_malloc", [Z]),
+        # int dev_array_create(dev_array **out, size_t n)
+        dev_array_create=lib.bind("dev_array_create", [ctypes.POINTER(P), Z]),
+        # int dev_array_destroy(dev_array *arr)
+        dev_array_destroy=lib.bind("dev_array_destroy", [P]),
+        # int dev_array_upload(dev_array *arr, const float *h_src, size_t n)
+        dev_array_upload=lib.bind("dev_array_upload", [P, P, Z]),
+        # int dev_array_download(const dev_array *arr, float *h_dst, size_t n)
+        dev_array_download=lib.bind("dev_array_download", [P, P, Z]),
+        # int dev_array_memset(dev_array *arr, int value)
+        dev_array_memset=lib.bind("dev_array_memset", [P, I]),
+        # int dev_array_scale_shift(dev_array *arr, float a, float b)
+        dev_array_scale_shift=lib.bind("dev_array_scale_shift", [P, F, F]),
+        # int roundtrip(const float *h_x, float *h_y, size_t n, float a, float b)
+        roundtrip=lib.bind("roundtrip", [P, P, Z, F, F]),
+        # int apply_twice(const float *h_x, float *h_y, size_t n, float a, float b)
+        apply_twice=lib.bind("apply_twice", [P, P, Z, F, F]),
+        # int process_whole(const float *h_x, float *h_y, size_t n, float a, float b)
+        process_whole=lib.bind("process_whole", [P, P, Z, F, F]),
+        # int process_chunked(const float *h_x, float *h_y, size_t n, float a, float b,
+        #     size_t chunk_elems)
+        process_chunked=lib.bind("process_chunked", [P, P, Z, F, F, Z]),
+        # int fill_checked(float *h_out, int n, float value, int block)
+        fill_checked=lib.bind("fill_checked", [P, I, F, I]),
+        # int bench_malloc_free(size_t bytes, int reps, float *times_ms)
+        bench_malloc_free=lib.bind("bench_malloc_free", [Z, I, tut.c_float_p]),
+        # int bench_memset(size_t bytes, int reps, float *times_ms)
+        bench_memset=lib.bind("bench_memset", [Z, I, tut.c_float_p]),
+    )
+
+
+# ---- ownership: a device array held through a C handle ----------------------------------------
+class DeviceArray:
+    """n float32 on the device, created by dev_array_create and destroyed exactly once by
+    dev_array_destroy: through free(), the end of a `with` block, or (the safety net, not the
+    plan) the garbage collector. Using or freeing it again raises ValueError in Python: the dead
+    handle never reaches C, where it would be a use-after-free of host memory."""
+
+    def __init__(self, lib, n):
+        self.n = tut.check_count(n, "n", maximum=2**62)
+        self._api = c_api(lib)
+        handle = P()
+        self._api.dev_array_create(ctypes.byref(handle), self.n)
+        self._handle = handle.value
+        # weakref.finalize, unlike __del__, runs at most once and also at interpreter exit
+        self._finalizer = weakref.finalize(self, self._api.dev_array_destroy, self._handle)
+
+    @classmethod
+    def from_array(cls, lib, x):
+        arr = cls(lib, tut.check_array(x, np.float32, "x", ndim=1).size)
+        arr.upload(x)
+        return arr
+
+    @property
+    def alive(self):
+        return self._finalizer.alive
+
+    def _live_handle(self, what):
+        if not self._finalizer.alive:
+            raise ValueError(f"DeviceArray used after free(): cannot {what}")
+        return self._handle
+
+    def upload(self, x):
+        tut.check_array(x, np.float32, "x", shape=(self.n,))
+        self._api.dev_array_upload(self._live_handle("upload"), tut.ptr(x), self.n)
+
+    def download(self):
+        out = tut.poisoned(self.n, np.float32)
+        self._api.dev_array_download(self._live_handle("download"), tut.ptr(out), self.n)
+        return out
+
+    def memset(self, byte_value):
+        tut.check_count(byte_value, "byte_value", maximum=255)
+        self._api.dev_array_memset(self._live_handle("memset"), byte_value)
+
+    def scale_shift(self, a, b):
+        self._api.dev_array_scale_shift(self._live_handle("scale_shift"), a, b)
+
+    def free(self):
+        if not self._finalizer.alive:
+            raise ValueError("DeviceArray freed twice")
+        self._finalizer()   # calls dev_array_destroy once and marks the finalizer dead
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._finalizer.alive:
+            self.free()
+
+
+# ---- Python entry points: check arguments before any CUDA call --------------------------------
+OUT_GUARD = 64   # poisoned floats after every output array: a copy that runs past its end shows
+
+
+def _run(x, call):
+    """call(h_x, h_y) with h_y a poisoned output of x's size, followed by a poisoned tail."""
+    tut.check_array(x, np.float32, "x", ndim=1)
+    full = tut.poisoned(x.size + OUT_GUARD, np.float32)
+    call(tut.ptr(x), tut.ptr(full))
+    tail = full[x.size:].view(np.uint32)
+    if (tail != 0x7F7F7F7F).any():
+        raise AssertionError(f"the C code wrote past the end of the {x.size}-float output "
+                             f"array on the host (a last chunk that is too long?)")
+    return full[:x.size]
+
+
+def roundtrip(lib, x, a, b):
+    return _run(x, lambda h_x, h_y: c_api(lib).roundtrip(h_x, h_y, x.size, a, b))
+
+
+def apply_twice(lib, x, a, b):
+    return _run(x, lambda h_x, h_y: c_api(lib).apply_twice(h_x, h_y, x.size, a, b))
+
+
+def process_whole(lib, x, a, b):
+    return _run(x, lambda h_x, h_y: c_api(lib).process_whole(h_x, h_y, x.size, a, b))
+
+
+def process_chunked(lib, x, a, b, chunk_elems):
+    tut.check_array(x, np.float32, "x", ndim=1)
+    chunk_elems = tut.check_count(chunk_elems, "chunk_elems", minimum=1, maximum=2**62)
+    return _run(x, lambda h_x, h_y: c_api(lib).process_chunked(h_x, h_y, x.size, a, b,
+                                                               chunk_elems))
+
+
+def fill_checked(lib, n, value, block):
+    n = tut.check_count(n, "n")
+    block = tut.check_count(block, "block")   # 0 or 1025 is CUDA's to refuse: the lesson
+    out = tut.poisoned(n, np.float32)
+    c_api(lib).fill_checked(tut.ptr(out), n, value, block)
+    return out
+
+
+def alignment_probe(lib, sizes):
+    sizes_arr = np.array([tut.check_count(s, "size", maximum=2**62) for s in sizes], np.uint64)
+    addrs = np.zeros(len(sizes), np.uint64)
+    c_api(lib).alignment_probe(tut.ptr(sizes_arr), len(sizes), tut.ptr(addrs))
+    return [int(a) for a in addrs]
+
+
+def alignment_of(addr):
+    """The largest power of two that divides addr."""
+    return addr & -addr
+
+
+# ---- test helpers -------------------------------------------------------------------------------
+def expect_cuda_error(lib, name, fn, what, clear=True):
+    """fn() must raise CudaError `name`. Afterwards (clear=True) the runtime's last error is
+    consumed, as a program that handled the error would do, so that no later CUDA_CHECK_LAUNCH
+    trips over it."""
+    try:
+        fn()
+    except tut.CudaError as e:
+        if e.name != name:
+            raise AssertionError(f"{what}: got {e.name}, want {name}") from e
+        if clear:
+            lib.clear_last_error()
+        return e
+    raise AssertionError(f"{what}: returned without an error, want {name}")
+
+
+@contextlib.contextmanager
+def ballast(lib, leave_free):
+    """Fill the device with one raw allocation (no memset: nothing is written) so that only
+    about `leave_free` bytes stay free. Yields the free bytes cudaMemGetInfo then reports."""
+    free, _ = lib.mem_info()
+    size = free - leave_free
+    handle = P()
+    while size > 0:
+        try:
+            lib.malloc_raw(ctypes.byref(handle), size)
+            break
+        except tut.CudaError as e:   # another process took some meanwhile: ask for less
+            if e.name != "cudaErrorMemoryAllocation":
+                raise
+            lib.clear_last_error()
+            size -= 64 * MiB
+    try:
+        now_free, _ = lib.mem_info()
+        if now_free > 4 * leave_free:
+            raise tut.Skip(f"could not fill the device: {now_free} bytes still free")
+        yield now_free
+    finally:
+        if handle.value:
+            lib.free_raw(handle.value)
+
+
+def budget_for(ctx):
+    """Free device memory to leave beside the ballast: large enough that the allocation
+    granularity (2 MiB, on a GPU and on the emulator) cannot decide whether 2 buffers of 40%
+    fit, small enough for the emulator to process 2.5x of it quickly."""
+    return 96 * MiB if ctx.backend == "gpu" else 20 * MiB
+
+
+def random_f32(rng, n):
+    return (rng.standard_normal(n) * 3 + 0.5).astype(np.float32)
+
+
+def ref_scale_shift(x, a, b):
+    return np.float64(a) * x.astype(np.float64) + np.float64(b)
+
+
+def random_ab(rng):
+    return np.float32(rng.uniform(0.5, 2.0)), np.float32(rng.uniform(-3.0, 3.0))
+
+
+# ---- exercises ----------------------------------------------------------------------------------
+@CH.exercise(1, "roundtrip: allocate, copy in, compute, copy out, free")
+def test_roundtrip(ctx):
+    sizes = [0, 1, 31, 257, 999_983] + ([(1 << 24) + 7] if ctx.backend == "gpu" else [])
+    for n in sizes:
+        x = random_f32(ctx.rng, n)
+        a, b = random_ab(ctx.rng)
+        tut.assert_close(roundtrip(ctx.lib, x, a, b), ref_scale_shift(x, a, b),
+                         rtol=1e-6, atol=1e-6, name=f"roundtrip n={n}")
+    # The error path: room for d_x but not for d_y. Everything allocated must come back.
+    with ballast(ctx.lib, budget_for(ctx)) as free:
+        used = ctx.lib.mem_used()
+        x = random_f32(ctx.rng, int(free * 0.6) // 4)
+        expect_cuda_error(ctx.lib, "cudaErrorMemoryAllocation",
+                          lambda: roundtrip(ctx.lib, x, 1.0, 0.0),
+                          "roundtrip with room for one buffer of two")
+        if ctx.lib.mem_used() != used:
+            raise AssertionError(f"roundtrip leaked {ctx.lib.mem_used() - used} bytes when its "
+                                 f"second cudaMalloc failed")
+
+
+@CH.exercise(2, "apply_twice: no leak when the second or third cudaMalloc fails")
+def test_apply_twice(ctx):
+    for n in (1, 257, 999_983):
+        x = random_f32(ctx.rng, n)
+        a, b = random_ab(ctx.rng)
+        want = np.float64(a) * ref_scale_shift(x, a, b) + np.float64(b)
+        tut.assert_close(apply_twice(ctx.lib, x, a, b), want, rtol=1e-5, atol=1e-5,
+                         name=f"apply_twice n={n}")
+    # Force each error path in turn: buffers of 60% of what is free (the second cudaMalloc
+    # fails), then of 40% (the third fails). Memory in use must return to where it started.
+    with ballast(ctx.lib, budget_for(ctx)) as free:
+        for fraction, which in ((0.6, "second"), (0.4, "third")):
+            used = ctx.lib.mem_used()
+            x = random_f32(ctx.rng, int(free * fraction) // 4)
+            expect_cuda_error(ctx.lib, "cudaErrorMemoryAllocation",
+                              lambda: apply_twice(ctx.lib, x, 1.0, 0.0),
+                              f"apply_twice when its {which} cudaMalloc cannot fit")
+            leaked = ctx.lib.mem_used() - used
+            if leaked:
+                raise AssertionError(f"apply_twice leaked {leaked} bytes when its {which} "
+                                     f"cudaMalloc failed: free everything on the error path")
+
+
+@CH.exercise(3, "process_chunked: an array larger than free device memory, in chunks")
+def test_chunked(ctx):
+    n = 999_983
+    x = random_f32(ctx.rng, n)
+    for chunk in (1000, 4099, 1 << 18, n, 2 * n):
+        a, b = random_ab(ctx.rng)
+        tut.assert_close(process_chunked(ctx.lib, x, a, b, chunk), ref_scale_shift(x, a, b),
+                         rtol=1e-6, atol=1e-6, name=f"chunked n={n} chunk={chunk}")
+    with ballast(ctx.lib, budget_for(ctx)) as free:
+        big = random_f32(ctx.rng, int(free * 2.5) // 4)   # 2.5x what the device has free
+        a, b = random_ab(ctx.rng)
+        expect_cuda_error(ctx.lib, "cudaErrorMemoryAllocation",
+                          lambda: process_whole(ctx.lib, big, a, b),
+                          f"process_whole of {big.nbytes} bytes with {free} free")
+        chunk = free // 4 // 4 - 13   # a quarter of what is free, not a divisor of n
+        got = process_chunked(ctx.lib, big, a, b, chunk)
+    tut.assert_close(got, ref_scale_shift(big, a, b), rtol=1e-6, atol=1e-6,
+                     name=f"chunked n={big.size} chunk={chunk}")
+
+
+@CH.exercise(4, "fill_checked: every call checked, a bad launch reported and consumed")
+def test_fill_checked(ctx):
+    for n, block in ((1, 32), (1000, 256), (999_983, 128), (257, 1024)):
+        value = np.float32(ctx.rng.uniform(-10, 10))
+        tut.assert_equal(fill_checked(ctx.lib, n, value, block), np.full(n, value, np.float32),
+                         name=f"fill n={n} block={block}")
+    for block in (1025, 0, 4096):
+        try:
+            expect_cuda_error(ctx.lib, "cudaErrorInvalidValue",
+                              lambda: fill_checked(ctx.lib, 1000, 1.0, block),
+                              f"fill_checked with {block} threads per block", clear=False)
+            pending = ctx.lib.clear_last_error()
+            if pending:
+                raise AssertionError(f"after fill_checked failed, the runtime still holds "
+                                     f"{ctx.lib.error_name(pending)}: read it with "
+                                     f"cudaGetLastError (CUDA_CHECK_LAUNCH) after the launch")
+        finally:
+            ctx.lib.clear_last_error()   # a failing attempt must not poison the next test
+    tut.assert_equal(fill_checked(ctx.lib, 77, 2.5, 64), np.full(77, 2.5, np.float32),
+                     name="fill after the errors")
+
+
+# ---- checks of the lesson's other claims -------------------------------------------------------
+@CH.check("alignment", "cudaMalloc returns addresses aligned to at least 256 bytes")
+def test_alignment(ctx):
+    sizes = [1, 2, 3, 4, 5, 7, 8, 13, 16, 31, 100, 255, 256, 257, 511, 1000, 1023, 1024, 1025,
+             4095, 4097, 65535, 65537, MiB - 1, MiB + 1, 3 * MiB + 5, 2, 1, 999_983, 17]
+    addrs = alignment_probe(ctx.lib, sizes)
+    worst = min(alignment_of(a) for a in addrs)
+    if worst < 256:
+        bad = [(s, hex(a)) for s, a in zip(sizes, addrs) if alignment_of(a) < 256]
+        raise AssertionError(f"cudaMalloc returned addresses aligned to less than 256 bytes: "
+                             f"(size, address) {bad[:5]}")
+    spans = sorted(zip(addrs, sizes))
+    for (a0, s0), (a1, _) in zip(spans, spans[1:]):
+        if a0 + s0 > a1:
+            raise AssertionError(f"allocations overlap: {hex(a0)} + {s0} > {hex(a1)}")
+
+
+@CH.check("free-null", "cudaFree(NULL) succeeds and does nothing")
+def test_free_null(ctx):
+    used = ctx.lib.mem_used()
+    c_api(ctx.lib).free_null()
+    assert ctx.lib.mem_used() == used
+
+
+@CH.check("ownership", "DeviceArray: free(), with, finaliser; double free and use after free")
+def test_ownership(ctx):
+    lib = ctx.lib
+    used = lib.mem_used()
+    x = random_f32(ctx.rng, 100_003)
+    arr = DeviceArray.from_array(lib, x)
+    arr.scale_shift(2.0, -1.0)
+    tut.assert_close(arr.download(), ref_scale_shift(x, 2.0, -1.0), rtol=1e-6, atol=1e-6,
+                     name="scale_shift through the handle")
+    arr.memset(1)   # bytes, not floats: every float becomes 0x01010101
+    tut.assert_equal(arr.download().view(np.uint32), np.full(x.size, 0x01010101, np.uint32),
+                     name="cudaMemset(d, 1, bytes) as uint32")
+    arr.free()
+    for what, fn in (("free twice", arr.free), ("download after free", arr.download),
+                     ("upload after free", lambda: arr.upload(x)),
+                     ("scale after free", lambda: arr.scale_shift(1.0, 0.0))):
+        try:
+            fn()
+        except ValueError:
+            pass
+        else:
+            raise AssertionError(f"{what}: no ValueError")
+    with DeviceArray(lib, 1 << 20) as held:
+        if lib.mem_used() <= used:
+            raise AssertionError("a live 4 MiB DeviceArray does not show in cudaMemGetInfo")
+        held.memset(0)
+    assert not held.alive
+    # The safety net: an array nobody freed is destroyed when the last reference goes.
+    DeviceArray(lib, 12345)
+    gc.collect()
+    if lib.mem_used() != used:
+        raise AssertionError(f"{lib.mem_used() - used} bytes still in use after every "
+                             f"DeviceArray was freed or collected")
+    for bad, exc in ((lambda: DeviceArray(lib, -1), ValueError),
+                     (lambda: DeviceArray(lib, 2.5), TypeError),
+                     (lambda: DeviceArray.from_array(lib, x.astype(np.float64)), TypeError),
+                     (lambda: DeviceArray.from_array(lib, x[::2]), ValueError)):
+        try:
+            bad()
+        except exc:
+            pass
+        else:
+            raise AssertionError(f"no {exc.__name__} for a bad DeviceArray argument")
+
+
+@CH.check("out-of-memory", "more than the device has: cudaErrorMemoryAllocation, not sticky")
+def test_out_of_memory(ctx):
+    lib = ctx.lib
+    _, total = lib.mem_info()
+    e = expect_cuda_error(lib, "cudaErrorMemoryAllocation",
+                          lambda: c_api(lib).try_malloc(2 * total),
+                          f"cudaMalloc of twice the device's {total} bytes")
+    assert "cudaMalloc" in e.expr, e.expr
+    c_api(lib).try_malloc(MiB)   # the next allocation works
+    with DeviceArray(lib, 1000) as arr:
+        arr.memset(0)
+        arr.scale_shift(1.0, 3.0)   # and so does a launch
+        tut.assert_equal(arr.download(), np.full(1000, 3.0, np.float32), name="after OOM")
+
+
+@CH.check("bad-input", "wrong dtype, strided, bad chunk: Python errors before any CUDA call")
+def test_bad_input(ctx):
+    lib = ctx.lib
+    x = np.ones(64, np.float32)
+    for bad, exc in ((lambda: roundtrip(lib, x.astype(np.float64), 1.0, 0.0), TypeError),
+                     (lambda: roundtrip(lib, x[::2], 1.0, 0.0), ValueError),
+                     (lambda: roundtrip(lib, x.tolist(), 1.0, 0.0), TypeError),
+                     (lambda: roundtrip(lib, x.reshape(8, 8), 1.0, 0.0), ValueError),
+                     (lambda: process_chunked(lib, x, 1.0, 0.0, 0), ValueError),
+                     (lambda: process_chunked(lib, x, 1.0, 0.0, -5), ValueError),
+                     (lambda: process_chunked(lib, x, 1.0, 0.0, 1.5), TypeError),
+                     (lambda: fill_checked(lib, -1, 1.0, 32), ValueError),
+                     (lambda: alignment_probe(lib, [1] * 65), ValueError)):
+        try:
+            bad()
+        except exc:
+            pass
+        else:
+            raise AssertionError(f"no {exc.__name__} for a bad argument")
+
+
+# ---- demo and benchmark -----------------------------------------------------------------------
+def demo(lib):
+    sizes = [1, 100, 1000, 4097, MiB + 1]
+    print("cudaMalloc addresses and the largest power of two dividing each:")
+    for s, a in zip(sizes, alignment_probe(lib, sizes)):
+        print(f"  {s:>8} bytes -> {a:#x}  aligned to {alignment_of(a)} bytes")
+    print("  (CUDA promises at least 256; there is no cudaMallocAlignment to change it)")
+    used = lib.mem_used()
+    with DeviceArray(lib, 1 << 20):
+        print(f"\nDeviceArray of 1 Mi floats: device memory in use went up by "
+              f"{lib.mem_used() - used} bytes")
+    print(f"after the with block: {lib.mem_used() - used} bytes")
+    _, total = lib.mem_info()
+    try:
+        c_api(lib).try_malloc(2 * total)
+    except tut.CudaError as e:
+        lib.clear_last_error()
+        print(f"\ncudaMalloc of {2 * total} bytes: CudaError {e.name} at {e.where}")
+    print("\nNext: python3 driver.py --check, or make check")
+
+
+def bench(lib):
+    b = tut.Bench(lib, "02 explicit allocation")
+    gpu = lib.backend == "gpu"
+    api = c_api(lib)
+    for nbytes, label in ((4096, "4 KiB"), (MiB, "1 MiB"), (64 * MiB, "64 MiB")):
+        ms = tut.median_ms(lambda r, t: api.bench_malloc_free(nbytes, r, t), 50 if gpu else 10)
+        b.row(f"cudaMalloc + cudaFree, {label}, per pair", ms * 1e3, "us")
+    nbytes = (1 << 30) if gpu else 8 * MiB
+    ceiling = b.d2d_copy_gbps(nbytes)
+    ms = tut.median_ms(lambda r, t: api.bench_memset(nbytes, r, t))
+    # memset writes `nbytes` and reads nothing; the copy ceiling counts read + write
+    b.row(f"cudaMemset, {nbytes >> 20} MiB (bytes written)", nbytes / (ms * 1e-3) / 1e9,
+          "GB/s", ceiling)
+
+
+if __name__ == "__main__":
+    sys.exit(CH.main(bench=bench, demo=demo))
