@@ -505,7 +505,11 @@ class Chapter:
                 "backend": lib.backend, "tree": tree(),
                 "order": os.environ.get("CUEMU_ORDER", "forward") if lib.backend == "cpu" else ""}
 
-    def main(self, bench=None, demo=None, argv=None):
+    def main(self, bench=None, demo=None, warm_up=None, argv=None):
+        """Parse the command line and run. warm_up(lib), if given, runs once before the tests:
+        for what CUDA allocates on the device the first time a process uses it (cuBLAS's
+        kernels, a stream's resources), which the leak check would otherwise blame on the first
+        test that happens to use it."""
         p = argparse.ArgumentParser(
             description=f"Chapter {self.number} {self.name}: run, check or benchmark.",
             epilog="Backend and tree come from TUT_BACKEND (gpu|cpu) and TUT_TREE "
@@ -538,6 +542,8 @@ class Chapter:
                      "backend": lib.backend, "tree": tree(), "order": ""}
                     for t in self._selected(args)])
             return EXIT_SKIP
+        if warm_up is not None and not args.bench:
+            warm_up(lib)
         if args.bench:
             if bench is None:
                 print("this chapter has no benchmark")
