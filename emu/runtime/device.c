@@ -140,7 +140,7 @@ cudaError_t (cudaGetDeviceProperties)(struct cudaDeviceProp *p, int device)
     p->surfaceAlignment = 512;
     p->concurrentKernels = 1;
     p->ECCEnabled = 1;
-    p->asyncEngineCount = 2;
+    p->asyncEngineCount = 3;   /* what an H200 reports (read 2026-11-30) */
     p->unifiedAddressing = 1;
     p->memoryBusWidth = BUS_WIDTH_BITS;
     p->l2CacheSize = L2_BYTES;

@@ -1,0 +1,1283 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The kernel-running core: fibers, the block scheduler, barriers, warp rendezvous, the
+ * watchdog and fault reports.
+ *
+ * A launch runs its blocks one after another on the calling OS thread; the threads of a block
+ * are fibers that switch only at barriers, warp operations and exit. Consequences we rely on:
+ * a static __shared__ array can be ordinary static storage (one block lives at a time), atomics
+ * need no locking, and a run is deterministic for a given CUEMU_ORDER.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "cuemu_core.h"
+#include "cuemu_internal.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CUEMU_ASAN 1
+#endif
+#if __has_feature(thread_sanitizer)
+#define CUEMU_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define CUEMU_ASAN 1
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define CUEMU_TSAN 1
+#endif
+
+#ifdef CUEMU_TSAN
+#define CUEMU_TSAN_ON 1
+#else
+#define CUEMU_TSAN_ON 0
+#endif
+
+#ifdef CUEMU_ASAN
+void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size);
+void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old,
+                                     size_t *size_old);
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
+#endif
+#ifdef CUEMU_TSAN
+void *__tsan_get_current_fiber(void);
+void *__tsan_create_fiber(unsigned flags);
+void  __tsan_destroy_fiber(void *fiber);
+void  __tsan_switch_to_fiber(void *fiber, unsigned flags);
+void  __tsan_acquire(void *addr);
+void  __tsan_release(void *addr);
+#endif
+
+#ifdef CUEMU_TSAN
+/* A fault report jumps from a signal handler on a fiber back to the launcher; TSan then
+   believes the rest of the program runs inside that handler. Races stay reported. */
+const char *__tsan_default_options(void) { return "report_signal_unsafe=0"; }
+#endif
+
+/* CUDA's numbers; the core does not include cuda_runtime.h (it is C and the runtime's). */
+enum {
+    E_INVALID_VALUE = 1, E_ILLEGAL_ADDRESS = 700, E_LAUNCH_TIMEOUT = 702, E_ASSERT = 710,
+    E_ILLEGAL_INSTRUCTION = 715, E_LAUNCH_FAILURE = 719, E_NOT_SUPPORTED = 801
+};
+
+/* -DCUEMU_FORCE_UCONTEXT tests the portable fallback on a machine that has the fast path */
+#if (defined(__x86_64__) || defined(__aarch64__)) && !defined(CUEMU_FORCE_UCONTEXT)
+#define CUEMU_ASM_SWITCH 1
+void cuemu_ctx_switch(void **save_sp, void *load_sp) CUEMU_HIDDEN;
+void cuemu_ctx_start(void) CUEMU_HIDDEN;
+#endif
+
+/* ---- state ------------------------------------------------------------------------------ */
+enum { T_RUN = 0, T_BAR, T_WARP, T_DONE };
+
+typedef struct cthread {
+    cuemu_thread_pub pub;            /* first: cuemu_cur points here */
+    void       *sp;
+#ifndef CUEMU_ASM_SWITCH
+    ucontext_t  uc;
+#endif
+    int         state, pos;
+    const char *file;                /* where it waits */
+    int         line;
+    int         wkind, warg, wwidth;
+    unsigned    wmask;
+    uint64_t    wval, wres;
+    char       *own_stack;           /* this slot's stack, allocated once                  */
+    char       *stack_lo;            /* the stack in use: [stack_lo, stack_lo + stack_size) */
+    unsigned    gen;                 /* == g_gen once started in the current block */
+#ifdef CUEMU_TSAN
+    void       *tsan_fiber;
+#endif
+} cthread;
+
+typedef struct { unsigned exists, exited, arrived; } cwarp;
+
+CUEMU_HIDDEN cuemu_thread_pub *cuemu_cur;
+CUEMU_HIDDEN struct uint3 cuemu_block_idx, cuemu_block_dim, cuemu_grid_dim;
+
+static pthread_mutex_t g_launch_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t g_launch_thread;
+static volatile int g_in_launch;
+
+static cthread *g_th;                /* pool: threads and their stacks, grown on demand */
+static int      g_th_cap;
+static char   **g_free_stk;          /* stacks not in use by a started, unfinished thread */
+static int      g_nfree, g_next_own;
+/* Per-block state is reset in O(1): a thread whose gen differs from g_gen has not started
+   in this block (so it is runnable). Until some thread blocks, threads run strictly in
+   order and the next one is found without a search. */
+static unsigned g_gen;
+static int      g_any_blocked;
+#define STARTED(t) ((t)->gen == g_gen)
+#define ST(t) (STARTED(t) ? (t)->state : T_RUN)
+static size_t   g_stack_size, g_page;
+static int     *g_order;             /* g_order[pos] = thread index */
+static int      g_n;                 /* threads in the block */
+static int      g_live, g_at_bar, g_bar_mismatch, g_bar_count, g_bar_last_count, g_bar_last_n;
+static const char *g_bar_file;
+static int      g_bar_line;
+static cwarp    g_warps[32];
+#ifdef CUEMU_ASM_SWITCH
+static void    *g_sched_sp;
+#else
+static ucontext_t g_sched_uc;
+#endif
+#ifdef CUEMU_TSAN
+static void    *g_sched_fiber;
+static char     g_tsan_barrier;      /* address TSan sees released/acquired at barriers */
+/* happens-before edges TSan must see, and nothing more: launch -> every thread; every thread
+   of block b -> every thread of block b+1 (tokens alternate); every thread -> the launcher */
+static char     g_tsan_launch, g_tsan_block[2], g_tsan_abort;
+static unsigned long long g_tsan_blockno;
+#endif
+#ifdef CUEMU_ASAN
+static void    *g_asan_fake;
+static void    *g_asan_main_bottom;   /* the launching thread's stack, for switches back to it */
+static size_t   g_asan_main_size;
+#endif
+
+static const cuemu_launch_desc *g_desc;
+static unsigned g_warned;            /* per launch: which warnings were given */
+static int      g_order_mode;        /* 0 forward, 1 reverse, 2 random */
+static unsigned long long g_seed;
+
+/* dynamic shared memory: a fixed region whose end abuts a PROT_NONE page; a launch's area
+   ends there too, so the first byte past it faults */
+static char   *g_dsm_region;
+static size_t  g_dsm_cap;            /* usable bytes before the guard page */
+static char   *g_dsm_base;           /* this launch's area */
+static size_t  g_dsm_size;
+static const char *g_dsm_name;
+#define DSM_CANARY 0xFD
+
+/* static __shared__ variables, as the rewritten declarations register them */
+typedef struct { void *p; size_t n; } shared_var;
+static shared_var *g_shared;
+static size_t g_nshared, g_shared_cap;
+
+/* ---- fault / watchdog capture ----------------------------------------------------------- */
+static sigjmp_buf g_jb;
+static volatile sig_atomic_t g_jb_armed;
+static volatile int g_fault_sig, g_fault_code, g_fault_write;
+static void *volatile g_fault_addr, *volatile g_fault_pc;
+static void *g_fault_frames[48];
+static volatile int g_fault_nframes;
+static cthread *volatile g_fault_thread;
+static struct uint3 g_fault_block;
+static char *g_altstack;
+#define ALTSTACK_SIZE (256 * 1024)
+static const int g_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT };
+#define NSIGS ((int)(sizeof g_sigs / sizeof g_sigs[0]))
+static struct sigaction g_old_act[NSIGS + 1];
+
+static int env_int(const char *name, int dflt)
+{
+    const char *s = getenv(name);
+    return (s && *s) ? atoi(s) : dflt;
+}
+
+/* ---- fibers ----------------------------------------------------------------------------- */
+static void fiber_main(void *arg);
+static void fiber_reset(cthread *t);
+
+static inline void do_switch(void **save, void *load, const char *lo, size_t size)
+{
+#ifdef CUEMU_ASAN
+    __sanitizer_start_switch_fiber(&g_asan_fake, lo, size);
+#else
+    (void)lo; (void)size;
+#endif
+#ifdef CUEMU_ASM_SWITCH
+    cuemu_ctx_switch(save, load);
+#else
+    (void)save; (void)load;
+#endif
+#ifdef CUEMU_ASAN
+    __sanitizer_finish_switch_fiber(g_asan_fake, NULL, NULL);
+#endif
+}
+
+static inline void thread_start(cthread *t)
+{
+    t->gen = g_gen;
+    t->state = T_RUN;
+    t->file = NULL;
+    t->line = 0;
+}
+
+/* Switch from thread `from` (NULL: the scheduler) to `to` (NULL: the scheduler). */
+static void switch_to(cthread *from, cthread *to)
+{
+    static void *dead_sp;
+    if (to && !STARTED(to)) {
+        /* first run: a free stack (never the one a dying `from` still runs on: that one is
+           pushed below, after this pop) */
+        thread_start(to);
+        to->stack_lo = g_nfree ? g_free_stk[--g_nfree] : g_th[g_next_own++].own_stack;
+        fiber_reset(to);
+    }
+    if (from && from->state == T_DONE) g_free_stk[g_nfree++] = from->stack_lo;
+    cuemu_cur = to ? &to->pub : NULL;
+#ifdef CUEMU_TSAN
+    /* no_sync: a switch is not a happens-before edge; only barriers and warp ops are */
+    __tsan_switch_to_fiber(to ? to->tsan_fiber : g_sched_fiber, 1);
+#endif
+#ifdef CUEMU_ASM_SWITCH
+    void **save = from ? (from->state == T_DONE ? &dead_sp : &from->sp) : &g_sched_sp;
+    void *load = to ? to->sp : g_sched_sp;
+#ifdef CUEMU_ASAN
+    do_switch(save, load, to ? to->stack_lo : (const char *)g_asan_main_bottom,
+              to ? g_stack_size : g_asan_main_size);
+#else
+    do_switch(save, load, to ? to->stack_lo : NULL, to ? g_stack_size : 0);
+#endif
+#else
+    (void)dead_sp;
+    swapcontext(from ? &from->uc : &g_sched_uc, to ? &to->uc : &g_sched_uc);
+#endif
+}
+
+static void fiber_reset(cthread *t)
+{
+#ifdef CUEMU_ASM_SWITCH
+    uintptr_t top = ((uintptr_t)(t->stack_lo + g_stack_size)) & ~(uintptr_t)15;
+    void **sp;
+#if defined(__x86_64__)
+    sp = (void **)(top - 56);
+    sp[6] = (void *)cuemu_ctx_start;          /* ret address, at top-8         */
+    sp[5] = 0;                                /* rbp                           */
+    sp[4] = 0;                                /* rbx                           */
+    sp[3] = (void *)t;                        /* r12: argument                 */
+    sp[2] = (void *)fiber_main;               /* r13: function                 */
+    sp[1] = 0; sp[0] = 0;                     /* r14, r15                      */
+#else
+    sp = (void **)(top - 160);
+    memset(sp, 0, 160);
+    sp[0] = (void *)t;                        /* x19 */
+    sp[1] = (void *)fiber_main;               /* x20 */
+    sp[11] = (void *)cuemu_ctx_start;         /* x30 */
+#endif
+    t->sp = sp;
+#else
+    getcontext(&t->uc);
+    t->uc.uc_stack.ss_sp = t->stack_lo;
+    t->uc.uc_stack.ss_size = g_stack_size;
+    t->uc.uc_link = NULL;
+    makecontext(&t->uc, (void (*)(void))fiber_main, 1, t);   /* pointer fits: LP64 glibc */
+#endif
+#ifdef CUEMU_TSAN
+    if (!t->tsan_fiber) t->tsan_fiber = __tsan_create_fiber(0);
+#endif
+}
+
+static void pool_free(void)
+{
+    for (int i = 0; i < g_th_cap; i++) {
+        if (g_th[i].own_stack) munmap(g_th[i].own_stack - g_page, g_stack_size + g_page);
+#ifdef CUEMU_TSAN
+        if (g_th[i].tsan_fiber) __tsan_destroy_fiber(g_th[i].tsan_fiber);
+#endif
+    }
+    free(g_th); free(g_order); free(g_free_stk);
+    g_th = NULL; g_order = NULL; g_free_stk = NULL; g_th_cap = 0;
+}
+
+/* Stacks are allocated once and reused by every block of every launch. */
+static int pool_reserve(int n)
+{
+    size_t want = (size_t)env_int("CUEMU_STACK_KB",
+#ifdef CUEMU_ASAN
+                                  512
+#else
+                                  128
+#endif
+                                  ) * 1024;
+    if (!g_page) g_page = (size_t)sysconf(_SC_PAGESIZE);
+    want = (want + g_page - 1) & ~(g_page - 1);
+    if (want < 16 * 1024) want = 16 * 1024;
+    if (g_th && want != g_stack_size) pool_free();
+    g_stack_size = want;
+    if (n <= g_th_cap) return 0;
+    cthread *th = (cthread *)realloc(g_th, sizeof(cthread) * (size_t)n);
+    int *order = (int *)realloc(g_order, sizeof(int) * (size_t)n);
+    char **fr = (char **)realloc(g_free_stk, sizeof(char *) * (size_t)n);
+    if (th) g_th = th;
+    if (order) g_order = order;
+    if (fr) g_free_stk = fr;
+    if (!th || !order || !fr) return -1;
+    for (int i = g_th_cap; i < n; i++) {
+        memset(&g_th[i], 0, sizeof g_th[i]);
+        /* [guard page][stack]: the stack grows down into the guard, which faults */
+        char *m = (char *)mmap(NULL, g_stack_size + g_page, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) { g_th_cap = i; return -1; }
+        mprotect(m, g_page, PROT_NONE);
+        g_th[i].own_stack = m + g_page;
+    }
+    g_th_cap = n;
+    return 0;
+}
+
+/* ---- scheduling ------------------------------------------------------------------------- */
+/* First runnable thread at or after order position `start` (cyclic), or NULL. */
+static cthread *pick(int start)
+{
+    for (int k = 0; k < g_n; k++) {
+        int p = start + k;
+        if (p >= g_n) p -= g_n;
+        cthread *u = &g_th[g_order[p]];
+        if (ST(u) == T_RUN) return u;
+    }
+    return NULL;
+}
+
+/* t stops running (waits or exited): run the next runnable thread in order, or return to
+   the scheduler, which then knows the block is finished or stuck. */
+static void yield_from(cthread *t)
+{
+    cthread *u = pick(t->pos + 1 >= g_n ? 0 : t->pos + 1);
+    if (u == t) return;
+    switch_to(t, u);
+}
+
+static void warn_once(unsigned bit, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void warn_once(unsigned bit, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    if (g_warned & bit) return;
+    g_warned |= bit;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    cuemu_diag("warning: %s", buf);
+}
+
+static void warp_complete(cwarp *w, unsigned warp, unsigned m);
+static void warp_recheck(cwarp *w, unsigned warp);
+
+static void fiber_main(void *arg)
+{
+    cthread *t = (cthread *)arg;
+#ifdef CUEMU_ASAN
+    __sanitizer_finish_switch_fiber(g_asan_fake, NULL, NULL);
+#endif
+    for (;;) {
+#ifdef CUEMU_TSAN
+        __tsan_acquire(&g_tsan_launch);
+        __tsan_acquire(&g_tsan_block[(g_tsan_blockno + 1) & 1]);
+#endif
+        g_desc->body(g_desc->ctx);
+#ifdef CUEMU_TSAN
+        __tsan_release(&g_tsan_block[g_tsan_blockno & 1]);
+#endif
+        t->state = T_DONE;
+        g_live--;
+        cwarp *w = &g_warps[t->pub.warp];
+        w->exited |= 1u << t->pub.lane;
+        if (w->arrived) warp_recheck(w, t->pub.warp);
+        cthread *u;
+        if (!g_any_blocked)
+            u = t->pos + 1 < g_n ? &g_th[g_order[t->pos + 1]] : NULL;
+        else
+            u = pick(t->pos + 1 >= g_n ? 0 : t->pos + 1);
+        if (u && !STARTED(u) && !CUEMU_TSAN_ON) {
+            /* the next thread has not started: run it right here, on this stack, with no
+               switch at all (a kernel without barriers runs every thread on one stack) */
+            thread_start(u);
+            u->stack_lo = t->stack_lo;
+            cuemu_cur = &u->pub;
+            t = u;
+            continue;
+        }
+        switch_to(t, u);
+        /* a finished thread is never resumed */
+    }
+}
+
+static void barrier_arrive(const char *file, int line, int pred)
+{
+    cthread *t = (cthread *)cuemu_cur;
+    if (!t) return;                   /* called from host code: nothing to wait for */
+#ifdef CUEMU_TSAN
+    __tsan_release(&g_tsan_barrier);
+#endif
+    t->state = T_BAR;
+    g_any_blocked = 1;
+    t->file = file;
+    t->line = line;
+    if (g_at_bar++ == 0) {
+        g_bar_file = file;
+        g_bar_line = line;
+    } else if (line != g_bar_line || strcmp(file, g_bar_file) != 0) {
+        g_bar_mismatch = 1;
+    }
+    g_bar_count += pred != 0;
+    if (g_at_bar == g_live && !g_bar_mismatch && g_live == g_n) {
+        for (int i = 0; i < g_n; i++)
+            if (STARTED(&g_th[i]) && g_th[i].state == T_BAR) g_th[i].state = T_RUN;
+        g_bar_last_count = g_bar_count;
+        g_bar_last_n = g_at_bar;
+        g_at_bar = 0;
+        g_bar_count = 0;
+        /* after a barrier the order starts again from its first thread, so "forward" really
+           means thread 0 first in every phase */
+        cthread *u = pick(0);
+        if (u != t) switch_to(t, u);
+    } else {
+        yield_from(t);
+    }
+#ifdef CUEMU_TSAN
+    __tsan_acquire(&g_tsan_barrier);
+#endif
+}
+
+void cuemu_syncthreads(const char *file, int line)
+{
+    barrier_arrive(file, line, 0);
+}
+
+int cuemu_syncthreads_op(int op, int pred, const char *file, int line)
+{
+    barrier_arrive(file, line, pred);
+    if (!cuemu_cur) return pred != 0;       /* host code: a block of one */
+    if (op == 0) return g_bar_last_count;
+    if (op == 1) return g_bar_last_count == g_bar_last_n;
+    return g_bar_last_count > 0;
+}
+
+static const char *warp_op_name(int kind)
+{
+    static const char *names[] = { "__syncwarp", "__shfl_sync", "__shfl_up_sync",
+                                   "__shfl_down_sync", "__shfl_xor_sync", "__ballot_sync",
+                                   "__any_sync", "__all_sync" };
+    return (kind >= 0 && kind < 8) ? names[kind] : "warp operation";
+}
+
+static void warp_complete(cwarp *w, unsigned warp, unsigned m)
+{
+    cthread *lanes = &g_th[warp * 32];
+    unsigned ballot = 0;
+    for (unsigned l = 0; l < 32; l++)
+        if ((m >> l & 1) && lanes[l].wval) ballot |= 1u << l;
+    for (unsigned l = 0; l < 32; l++) {
+        if (!(m >> l & 1)) continue;
+        cthread *u = &lanes[l];
+        int wd = u->wwidth, src = (int)l;
+        if (wd < 1 || wd > 32 || (wd & (wd - 1))) wd = 32;
+        int seg = (int)l & ~(wd - 1), sub = (int)l & (wd - 1);
+        switch (u->wkind) {
+        case CUEMU_W_SHFL: src = seg + (((u->warg % wd) + wd) % wd); break;
+        case CUEMU_W_UP:   src = sub - u->warg >= 0 ? (int)l - u->warg : (int)l; break;
+        case CUEMU_W_DOWN: src = sub + u->warg < wd ? (int)l + u->warg : (int)l; break;
+        case CUEMU_W_XOR:
+            src = (int)l ^ u->warg;
+            if (src < 0 || src >= seg + wd || src >= 32) src = (int)l;
+            break;
+        default: break;
+        }
+        switch (u->wkind) {
+        case CUEMU_W_BALLOT: u->wres = ballot; break;
+        case CUEMU_W_ANY:    u->wres = ballot != 0; break;
+        case CUEMU_W_ALL:    u->wres = ballot == m; break;
+        case CUEMU_W_SYNC:   u->wres = 0; break;
+        default:
+            /* reading a lane outside the mask is undefined on a GPU: give the caller its own */
+            u->wres = (m >> src & 1) ? lanes[src].wval : u->wval;
+        }
+        if (u->state == T_WARP) u->state = T_RUN;
+    }
+    w->arrived &= ~m;
+}
+
+/* A lane exited: rendezvous that named it can complete without it (with a warning). */
+static void warp_recheck(cwarp *w, unsigned warp)
+{
+    for (unsigned l = 0; l < 32; l++) {
+        if (!(w->arrived >> l & 1)) continue;
+        cthread *u = &g_th[warp * 32 + l];
+        if (u->wmask & w->exited) {
+            warn_once(1u << 3, "kernel %s: %s at %s:%d names lanes that exited before reaching "
+                      "it (undefined behaviour on a GPU; the emulator leaves them out)",
+                      g_desc->kernel, warp_op_name(u->wkind), u->file, u->line);
+            u->wmask &= ~w->exited;
+        }
+        if ((w->arrived & u->wmask) == u->wmask) warp_complete(w, warp, u->wmask);
+    }
+}
+
+uint64_t cuemu_warp_op(int kind, unsigned mask, uint64_t value, int arg, int width,
+                       const char *file, int line)
+{
+    cthread *t = (cthread *)cuemu_cur;
+    if (!t) return value;
+    cwarp *w = &g_warps[t->pub.warp];
+    unsigned lb = 1u << t->pub.lane;
+    unsigned m = mask & w->exists;
+#ifdef CUEMU_TSAN
+    __tsan_release(&g_warps[t->pub.warp]);
+#endif
+    if (!(m & lb)) {
+        warn_once(1u << 1, "kernel %s: %s at %s:%d called by a lane that is not in its mask "
+                  "0x%08x (undefined behaviour on a GPU)", g_desc->kernel, warp_op_name(kind),
+                  file, line, mask);
+        m |= lb;
+    }
+    if (m & w->exited) {
+        warn_once(1u << 3, "kernel %s: %s at %s:%d names lanes that exited before reaching it "
+                  "(undefined behaviour on a GPU; the emulator leaves them out)",
+                  g_desc->kernel, warp_op_name(kind), file, line);
+        m &= ~w->exited;
+    }
+    t->wkind = kind; t->wmask = m; t->wval = value; t->warg = arg; t->wwidth = width;
+    t->file = file; t->line = line;
+    w->arrived |= lb;
+    if ((w->arrived & m) == m) {
+        warp_complete(w, t->pub.warp, m);
+    } else {
+        t->state = T_WARP;
+        g_any_blocked = 1;
+        yield_from(t);
+    }
+#ifdef CUEMU_TSAN
+    __tsan_acquire(&g_warps[t->pub.warp]);
+#endif
+    return t->wres;
+}
+
+void cuemu_yield(void)
+{
+    cthread *t = (cthread *)cuemu_cur;
+    if (!t) return;
+    g_any_blocked = 1;
+    yield_from(t);
+}
+
+unsigned cuemu_activemask(void)
+{
+    cthread *t = (cthread *)cuemu_cur;
+    if (!t) return 1;
+    cwarp *w = &g_warps[t->pub.warp];
+    return w->exists & ~w->exited;
+}
+
+void cuemu_shared_register(void *p, size_t n)
+{
+    for (size_t i = 0; i < g_nshared; i++)
+        if (g_shared[i].p == p) return;
+    if (g_nshared == g_shared_cap) {
+        size_t cap = g_shared_cap ? 2 * g_shared_cap : 64;
+        shared_var *v = (shared_var *)realloc(g_shared, cap * sizeof *v);
+        if (!v) return;          /* not poisoned: a wrong answer may then look right */
+        g_shared = v;
+        g_shared_cap = cap;
+    }
+    g_shared[g_nshared].p = p;
+    g_shared[g_nshared].n = n;
+    g_nshared++;
+    memset(p, 0xFF, n);
+}
+
+void *cuemu_dyn_smem(const char *name)
+{
+    g_dsm_name = name;
+    if (!g_dsm_base) {
+        /* outside a launch (a namespace-scope extern __shared__ initialised at load time):
+           hand out the guard page so that any use faults with a clear report */
+        return g_dsm_region ? g_dsm_region + g_dsm_cap : (void *)(uintptr_t)0x10;
+    }
+    return g_dsm_base;
+}
+
+static int dsm_prepare(size_t size)
+{
+    if (!g_page) g_page = (size_t)sysconf(_SC_PAGESIZE);
+    if (!g_dsm_region) {
+        size_t cap = cuemu_shared_mem_per_block_optin();
+        if (cap < 48 * 1024) cap = 48 * 1024;
+        cap = (cap + g_page - 1) & ~(g_page - 1);
+        char *m = (char *)mmap(NULL, cap + g_page, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) return -1;
+        mprotect(m + cap, g_page, PROT_NONE);
+        g_dsm_region = m;
+        g_dsm_cap = cap;
+    }
+    if (size > g_dsm_cap) return -1;
+    /* 16-byte aligned like a GPU's dynamic shared memory; any slack before the guard page
+       (size not a multiple of 16) holds a canary checked after every block */
+    size_t area = (size + 15) & ~(size_t)15;
+    g_dsm_base = g_dsm_region + g_dsm_cap - area;
+    g_dsm_size = size;
+    return 0;
+}
+
+/* ---- reports ---------------------------------------------------------------------------- */
+typedef struct { char *p; size_t left; } sbuf;
+static void sb_add(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_add(sbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->p, b->left, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n >= b->left) n = (int)b->left - 1;
+    b->p += n;
+    b->left -= (size_t)n;
+}
+
+/* "file:line" of the first frame in the student's code, via addr2line on the -g build. */
+static void locate(void *const *frames, int n, char *out, size_t outsz)
+{
+    snprintf(out, outsz, "an unknown location");
+    for (int i = 0; i < n; i++) {
+        Dl_info di;
+        void *pc = frames[i];
+        if (!pc || !dladdr(pc, &di) || !di.dli_fname) continue;
+        uintptr_t off = (uintptr_t)pc - (uintptr_t)di.dli_fbase - (i > 0 ? 1 : 0);
+        /* a non-PIE executable is linked at its run address */
+        if (di.dli_fbase == (void *)0x400000) off = (uintptr_t)pc - (i > 0 ? 1 : 0);
+        if (strstr(di.dli_fname, "libc.so") || strstr(di.dli_fname, "libstdc++")) continue;
+        char cmd[1400], line[1024] = "";
+        snprintf(cmd, sizeof cmd, "addr2line -e '%s' 0x%lx 2>/dev/null", di.dli_fname,
+                 (unsigned long)off);
+        FILE *p = popen(cmd, "r");
+        if (!p) break;
+        if (!fgets(line, sizeof line, p)) line[0] = 0;
+        pclose(p);
+        line[strcspn(line, "\r\n")] = 0;
+        char *disc = strstr(line, " (discriminator");
+        if (disc) *disc = 0;
+        if (!line[0] || line[0] == '?' || strstr(line, ":?") || strstr(line, ":0")
+            || strstr(line, "cuemu_") || strstr(line, "emu/include/")
+            || strstr(line, "emu/core/") || strstr(line, "/usr/include/")
+            || strstr(line, "/c++/")) {
+            if (i == 0 && di.dli_sname)
+                snprintf(out, outsz, "%s+0x%lx", di.dli_sname,
+                         (unsigned long)((uintptr_t)pc - (uintptr_t)di.dli_saddr));
+            continue;
+        }
+        /* relative to the working directory, like the launch sites the compiler recorded */
+        char cwd[1024];
+        const char *shown = line;
+        if (getcwd(cwd, sizeof cwd)) {
+            size_t cl = strlen(cwd);
+            if (strncmp(line, cwd, cl) == 0 && line[cl] == '/') shown = line + cl + 1;
+        }
+        snprintf(out, outsz, "%s", shown);
+        return;
+    }
+}
+
+static void thread_desc(sbuf *b, const cthread *t)
+{
+    sb_add(b, "block (%u,%u,%u), thread (%u,%u,%u)", cuemu_block_idx.x, cuemu_block_idx.y,
+           cuemu_block_idx.z, t->pub.idx.x, t->pub.idx.y, t->pub.idx.z);
+}
+
+/* Where the threads of the block are, grouped by what they wait at (`skip` left out). */
+static void describe_threads(sbuf *b, const cthread *skip)
+{
+    char *seen = (char *)calloc((size_t)g_n, 1);
+    for (int i = 0; i < g_n && seen; i++) {
+        if (seen[i] || &g_th[i] == skip) continue;
+        cthread *a = &g_th[i];
+        int count = 0;
+        for (int j = i; j < g_n; j++) {
+            cthread *c = &g_th[j];
+            if (seen[j] || c == skip || ST(c) != ST(a)) continue;
+            if ((ST(a) == T_BAR || ST(a) == T_WARP)
+                && (c->line != a->line || strcmp(c->file, a->file) != 0
+                    || (ST(a) == T_WARP && c->wkind != a->wkind)))
+                continue;
+            seen[j] = 1;
+            count++;
+        }
+        if (ST(a) == T_DONE) {
+            sb_add(b, " %d thread%s exited (first: thread (%u,%u,%u));", count,
+                   count == 1 ? "" : "s", a->pub.idx.x, a->pub.idx.y, a->pub.idx.z);
+        } else if (ST(a) == T_RUN) {
+            sb_add(b, " %d thread%s waiting for their turn (first: thread (%u,%u,%u));", count,
+                   count == 1 ? "" : "s", a->pub.idx.x, a->pub.idx.y, a->pub.idx.z);
+        } else {
+            sb_add(b, " %d thread%s wait%s at %s %s:%d (first: thread (%u,%u,%u));", count,
+                   count == 1 ? "" : "s", count == 1 ? "s" : "",
+                   ST(a) == T_BAR ? "__syncthreads" : warp_op_name(a->wkind), a->file,
+                   a->line, a->pub.idx.x, a->pub.idx.y, a->pub.idx.z);
+        }
+    }
+    free(seen);
+}
+
+static void report_deadlock(void)
+{
+    char msg[4096];
+    sbuf b = { msg, sizeof msg };
+    sb_add(&b, "deadlock in kernel %s (launched at %s:%d), ", g_desc->kernel, g_desc->file,
+           g_desc->line);
+    sb_add(&b, "block (%u,%u,%u): %s", cuemu_block_idx.x, cuemu_block_idx.y, cuemu_block_idx.z,
+           g_at_bar ? "divergent __syncthreads (every thread of a block must reach the same "
+                      "__syncthreads):" : "warp operation never completed:");
+    describe_threads(&b, NULL);
+    sb_add(&b, " launch aborted");
+    cuemu_diag("%s", msg);
+}
+
+static int report_fault(void)
+{
+    char msg[4096], where[1024];
+    sbuf b = { msg, sizeof msg };
+    cthread *t = g_fault_thread;
+    void *addr = g_fault_addr;
+    int err = E_LAUNCH_FAILURE;
+    int nfr = g_fault_nframes;
+
+    locate(g_fault_frames, nfr, where, sizeof where);
+    const char *what = "fault";
+    switch (g_fault_sig) {
+    case SIGSEGV: case SIGBUS:
+        what = g_fault_write < 0 ? "access" : g_fault_write ? "write" : "read";
+        break;
+    case SIGFPE: what = "arithmetic exception (integer division by zero?)"; break;
+    case SIGILL: case SIGTRAP: what = "illegal instruction (__trap()?)"; break;
+    case SIGABRT: what = "assertion failed (abort)"; break;
+    case 0: what = "watchdog"; break;
+    }
+
+    if (g_fault_sig == SIGSEGV || g_fault_sig == SIGBUS) {
+        cuemu_alloc_info ai;
+        long long off = 0;
+        char *a = (char *)addr;
+        err = E_ILLEGAL_ADDRESS;
+        if (t && a < t->stack_lo && a >= t->stack_lo - (ptrdiff_t)(g_page + 1024 * 1024)) {
+            sb_add(&b, "stack overflow in kernel %s, ", g_desc->kernel);
+            thread_desc(&b, t);
+            sb_add(&b, " at %s: the thread used more than its %zu KiB stack (large local "
+                   "arrays or deep recursion; raise CUEMU_STACK_KB)", where,
+                   g_stack_size / 1024);
+        } else if (g_dsm_region && a >= g_dsm_region && a < g_dsm_region + g_dsm_cap + g_page
+                   && g_dsm_base) {
+            sb_add(&b, "dynamic shared memory overflow in kernel %s, ", g_desc->kernel);
+            if (t) thread_desc(&b, t);
+            if (a >= g_dsm_base)
+                sb_add(&b, " at %s: %s of byte %td of extern __shared__ '%s', which has %zu "
+                       "bytes (the third launch parameter)", where, what, a - g_dsm_base,
+                       g_dsm_name ? g_dsm_name : "?", g_dsm_size);
+            else
+                sb_add(&b, " at %s: %s %td bytes before the start of extern __shared__ '%s'",
+                       where, what, g_dsm_base - a, g_dsm_name ? g_dsm_name : "?");
+        } else if (g_dsm_region && a >= g_dsm_region + g_dsm_cap
+                   && a < g_dsm_region + g_dsm_cap + g_page) {
+            sb_add(&b, "kernel %s used extern __shared__ '%s' declared at namespace scope; "
+                   "declare it inside the kernel (the emulator binds it per launch)",
+                   g_desc->kernel, g_dsm_name ? g_dsm_name : "?");
+        } else if (cuemu_alloc_nearest(addr, &ai, &off)) {
+            sb_add(&b, "out-of-bounds %s of global memory in kernel %s, ", what, g_desc->kernel);
+            if (t) thread_desc(&b, t);
+            sb_add(&b, " at %s: address %p is ", where, addr);
+            if (off < 0)
+                sb_add(&b, "%lld bytes before the start", -off);
+            else
+                sb_add(&b, "%lld bytes past the end", off - (long long)ai.size);
+            sb_add(&b, " of a %zu-byte allocation made at %s:%d", ai.size,
+                   ai.file ? ai.file : "(unknown)", ai.line);
+        } else if (cuemu_alloc_was_freed(addr, &ai)) {
+            sb_add(&b, "use after free in kernel %s, ", g_desc->kernel);
+            if (t) thread_desc(&b, t);
+            sb_add(&b, " at %s: %s of %p in a %zu-byte allocation made at %s:%d and already "
+                   "freed", where, what, addr, ai.size, ai.file ? ai.file : "(unknown)", ai.line);
+        } else {
+            sb_add(&b, "illegal address in kernel %s, ", g_desc->kernel);
+            if (t) thread_desc(&b, t);
+            sb_add(&b, " at %s: %s of %p, which is not device memory%s", where, what, addr,
+                   (uintptr_t)addr < 65536 ? " (a NULL pointer?)" : "");
+        }
+    } else if (g_fault_sig == 0) {
+        err = E_LAUNCH_TIMEOUT;
+        sb_add(&b, "watchdog: kernel %s (launched at %s:%d) ran longer than %d s (CUEMU_WATCHDOG_S)"
+               ": ", g_desc->kernel, g_desc->file, g_desc->line, env_int("CUEMU_WATCHDOG_S", 20));
+        if (t) {
+            thread_desc(&b, t);
+            sb_add(&b, " was running at %s;", where);
+            if (g_n > 1) {
+                sb_add(&b, " the others:");
+                describe_threads(&b, t);
+            }
+            sb_add(&b, " threads are fibers that run one at a time: a thread that spins waiting "
+                   "for another thread never lets it run (unless the loop calls __nanosleep)");
+        } else {
+            sb_add(&b, "stopped in block (%u,%u,%u) between threads", cuemu_block_idx.x,
+                   cuemu_block_idx.y, cuemu_block_idx.z);
+        }
+    } else {
+        err = g_fault_sig == SIGABRT ? E_ASSERT
+            : (g_fault_sig == SIGILL || g_fault_sig == SIGTRAP) ? E_ILLEGAL_INSTRUCTION
+            : E_LAUNCH_FAILURE;
+        sb_add(&b, "%s in kernel %s, ", what, g_desc->kernel);
+        if (t) thread_desc(&b, t);
+        sb_add(&b, " at %s", where);
+    }
+    sb_add(&b, "; launch at %s:%d aborted", g_desc->file, g_desc->line);
+    cuemu_diag("%s", msg);
+    return err;
+}
+
+/* ---- signals ---------------------------------------------------------------------------- */
+static int g_wd_sig;
+
+static void on_signal(int sig, siginfo_t *si, void *ucv)
+{
+    ucontext_t *uc = (ucontext_t *)ucv;
+    if (!g_jb_armed || !pthread_equal(pthread_self(), g_launch_thread)) {
+        if (sig == g_wd_sig) return;
+        /* not ours: put the previous handler back and let the fault happen again */
+        for (int i = 0; i < NSIGS; i++)
+            if (g_sigs[i] == sig) sigaction(sig, &g_old_act[i], NULL);
+        return;
+    }
+    g_jb_armed = 0;
+    g_fault_sig = sig == g_wd_sig ? 0 : sig;
+    g_fault_code = si->si_code;
+    g_fault_addr = si->si_addr;
+    g_fault_thread = (cthread *)cuemu_cur;
+#if defined(__x86_64__)
+    g_fault_pc = (void *)uc->uc_mcontext.gregs[REG_RIP];
+    g_fault_write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+#elif defined(__aarch64__)
+    g_fault_pc = (void *)uc->uc_mcontext.pc;
+    g_fault_write = -1;
+#else
+    (void)uc;
+    g_fault_pc = NULL;
+    g_fault_write = -1;
+#endif
+    /* the unwinder walks from here through the signal frame into the fiber's stack (not under
+       TSan, which rightly calls the unwinder's allocations signal-unsafe) */
+    void *tmp[48];
+    int n = CUEMU_TSAN_ON ? 0 : backtrace(tmp, 48), k = 0, start = -1;
+    for (int i = 0; i < n; i++)
+        if (tmp[i] == g_fault_pc) { start = i; break; }
+    g_fault_frames[k++] = g_fault_pc;
+    if (start >= 0)
+        for (int i = start + 1; i < n && k < 48; i++) g_fault_frames[k++] = tmp[i];
+    g_fault_nframes = k;
+#ifdef CUEMU_ASAN
+    /* a jump from a fiber's stack back to the launcher's is a stack switch for ASan too */
+    __sanitizer_start_switch_fiber(NULL, g_asan_main_bottom, g_asan_main_size);
+#endif
+#ifdef CUEMU_TSAN
+    /* and for TSan, which keeps the jump buffer with the launcher's fiber */
+    __tsan_switch_to_fiber(g_sched_fiber, 1);
+#endif
+    siglongjmp(g_jb, 1);
+}
+
+static stack_t g_old_ss;
+static timer_t g_timer;
+static int g_timer_ok;
+
+static void signals_install(void)
+{
+    struct sigaction sa;
+    stack_t ss;
+    if (!g_altstack) {
+        void *warm[2];
+        backtrace(warm, 2);           /* loads the unwinder now, not inside a handler */
+        g_altstack = (char *)malloc(ALTSTACK_SIZE);
+    }
+    ss.ss_sp = g_altstack;
+    ss.ss_size = ALTSTACK_SIZE;
+    ss.ss_flags = 0;
+    sigaltstack(&ss, &g_old_ss);
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < NSIGS; i++) sigaction(g_sigs[i], &sa, &g_old_act[i]);
+    g_wd_sig = SIGRTMIN + 7;
+    sigaction(g_wd_sig, &sa, &g_old_act[NSIGS]);
+
+    int secs = env_int("CUEMU_WATCHDOG_S", 20);
+    g_timer_ok = 0;
+    if (secs > 0) {
+        struct sigevent sev;
+        memset(&sev, 0, sizeof sev);
+        sev.sigev_notify = SIGEV_THREAD_ID;
+        sev.sigev_signo = g_wd_sig;
+        sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+        if (timer_create(CLOCK_MONOTONIC, &sev, &g_timer) == 0) {
+            struct itimerspec its;
+            memset(&its, 0, sizeof its);
+            its.it_value.tv_sec = secs;
+            timer_settime(g_timer, 0, &its, NULL);
+            g_timer_ok = 1;
+        }
+    }
+}
+
+static void signals_restore(void)
+{
+    if (g_timer_ok) timer_delete(g_timer);
+    g_timer_ok = 0;
+    for (int i = 0; i < NSIGS; i++) sigaction(g_sigs[i], &g_old_act[i], NULL);
+    sigaction(g_wd_sig, &g_old_act[NSIGS], NULL);
+    if (g_old_ss.ss_flags & SS_DISABLE) {
+        stack_t off;
+        memset(&off, 0, sizeof off);
+        off.ss_flags = SS_DISABLE;
+        sigaltstack(&off, NULL);
+    } else {
+        sigaltstack(&g_old_ss, NULL);
+    }
+}
+
+/* ---- launch ----------------------------------------------------------------------------- */
+int cuemu_launch_prepare(const cuemu_launch_desc *d)
+{
+    int e = cuemu_sticky_error();
+    if (e) {
+        cuemu_set_last_error(e);
+        return e;
+    }
+    if (g_in_launch && pthread_equal(pthread_self(), g_launch_thread)) {
+        cuemu_diag("kernel %s launched at %s:%d from inside a kernel: dynamic parallelism is "
+                   "not supported by the emulator", d->kernel, d->file, d->line);
+        return cuemu_set_last_error(E_NOT_SUPPORTED);
+    }
+    int mb[3], mg[3];
+    cuemu_max_block_dim(mb);
+    cuemu_max_grid_dim(mg);
+    const unsigned bd[3] = { d->block.x, d->block.y, d->block.z };
+    const unsigned gd[3] = { d->grid.x, d->grid.y, d->grid.z };
+    unsigned long long threads = (unsigned long long)bd[0] * bd[1] * bd[2];
+    const char *why = NULL;
+    char buf[256];
+    for (int i = 0; i < 3 && !why; i++) {
+        if (bd[i] == 0 || bd[i] > (unsigned)mb[i]) {
+            snprintf(buf, sizeof buf, "blockDim.%c = %u (must be 1..%d)", "xyz"[i], bd[i], mb[i]);
+            why = buf;
+        } else if (gd[i] == 0 || gd[i] > (unsigned)mg[i]) {
+            snprintf(buf, sizeof buf, "gridDim.%c = %u (must be 1..%d)", "xyz"[i], gd[i], mg[i]);
+            why = buf;
+        }
+    }
+    if (!why && threads > (unsigned long long)cuemu_max_threads_per_block()) {
+        snprintf(buf, sizeof buf, "%llu threads per block (%ux%ux%u; at most %d)", threads,
+                 bd[0], bd[1], bd[2], cuemu_max_threads_per_block());
+        why = buf;
+    }
+    if (!why) {
+        size_t lim = cuemu_func_max_dynamic_smem(d->func);
+        if (d->dsmem > lim) {
+            snprintf(buf, sizeof buf, "%zu bytes of dynamic shared memory (at most %zu; more "
+                     "needs cudaFuncSetAttribute(..., cudaFuncAttributeMaxDynamicSharedMemorySize"
+                     ", n))", d->dsmem, lim);
+            why = buf;
+        }
+    }
+    if (why) {
+        cuemu_diag("invalid launch configuration of kernel %s at %s:%d: %s -> "
+                   "cudaErrorInvalidValue", d->kernel, d->file, d->line, why);
+        return cuemu_set_last_error(E_INVALID_VALUE);
+    }
+    return 0;
+}
+
+int cuemu_check_kernel_pointer(const cuemu_launch_desc *d, int index, const void *p)
+{
+    cuemu_alloc_info ai;
+    if (!p || cuemu_alloc_lookup(p, &ai)) return 0;
+    if (cuemu_alloc_was_freed(p, &ai)) {
+        cuemu_diag("argument %d of kernel %s (launched at %s:%d) points into device memory "
+                   "freed earlier (allocated at %s:%d)", index, d->kernel, d->file, d->line,
+                   ai.file ? ai.file : "(unknown)", ai.line);
+        return 1;
+    }
+    cuemu_diag("argument %d of kernel %s (launched at %s:%d) is a host pointer (not from "
+               "cudaMalloc/cudaMallocManaged/cudaMallocHost/cudaHostRegister): %p", index,
+               d->kernel, d->file, d->line, p);
+    return 1;
+}
+
+void cuemu_launch_refuse(const cuemu_launch_desc *d)
+{
+    (void)d;
+    /* a GPU faults on the first access and reports it at the next synchronisation */
+    cuemu_set_sticky_error(E_ILLEGAL_ADDRESS);
+}
+
+static unsigned long long rng_next(unsigned long long *s)
+{
+    unsigned long long x = *s += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+static void order_parse(void)
+{
+    const char *s = getenv("CUEMU_ORDER");
+    g_order_mode = 0;
+    if (!s || !*s || !strcmp(s, "forward")) return;
+    if (!strcmp(s, "reverse")) { g_order_mode = 1; return; }
+    if (!strncmp(s, "random", 6)) {
+        g_order_mode = 2;
+        g_seed = s[6] == ':' ? strtoull(s + 7, NULL, 10) : 1;
+        return;
+    }
+    warn_once(1u << 5, "CUEMU_ORDER=%s not understood (forward, reverse, random:SEED); "
+              "using forward", s);
+}
+
+static void order_fill(unsigned long long block_linear)
+{
+    for (int i = 0; i < g_n; i++) g_order[i] = g_order_mode == 1 ? g_n - 1 - i : i;
+    if (g_order_mode == 2) {
+        unsigned long long s = g_seed * 0x2545F4914F6CDD1Dull + block_linear;
+        for (int i = g_n - 1; i > 0; i--) {
+            int j = (int)(rng_next(&s) % (unsigned long long)(i + 1));
+            int tmp = g_order[i]; g_order[i] = g_order[j]; g_order[j] = tmp;
+        }
+    }
+    for (int i = 0; i < g_n; i++) g_th[g_order[i]].pos = i;
+}
+
+/* Runs one block; 0 when every thread finished, 1 when it is stuck. */
+static int run_block(void)
+{
+    if (++g_gen == 0) {                   /* wrapped: no stale gen may look current */
+        for (int i = 0; i < g_th_cap; i++) g_th[i].gen = 0;
+        g_gen = 1;
+    }
+    g_any_blocked = 0;
+    g_nfree = 0;
+    g_next_own = 0;
+    for (int w = 0; w < (g_n + 31) / 32; w++) {
+        int lanes = g_n - w * 32 < 32 ? g_n - w * 32 : 32;
+        g_warps[w].exists = lanes == 32 ? 0xFFFFFFFFu : ((1u << lanes) - 1);
+        g_warps[w].exited = g_warps[w].arrived = 0;
+    }
+    g_live = g_n;
+    g_at_bar = g_bar_mismatch = g_bar_count = 0;
+    switch_to(NULL, &g_th[g_order[0]]);
+    return g_live > 0;
+}
+
+static int dsm_canary_ok(void)
+{
+    size_t area = (g_dsm_size + 15) & ~(size_t)15;
+    for (size_t i = g_dsm_size; i < area; i++)
+        if ((unsigned char)g_dsm_base[i] != DSM_CANARY) return 0;
+    return 1;
+}
+
+int cuemu_launch_run(const cuemu_launch_desc *d)
+{
+    volatile int err = 0;
+    pthread_mutex_lock(&g_launch_mu);
+    g_launch_thread = pthread_self();
+    g_in_launch = 1;
+    g_desc = d;
+    g_warned = 0;
+    order_parse();
+    g_n = (int)(d->block.x * d->block.y * d->block.z);
+    if (pool_reserve(g_n) != 0 || dsm_prepare(d->dsmem) != 0) {
+        cuemu_diag("kernel %s at %s:%d: cannot allocate fiber stacks or shared memory",
+                   d->kernel, d->file, d->line);
+        err = cuemu_set_last_error(2 /* cudaErrorMemoryAllocation */);
+        goto out;
+    }
+    cuemu_block_dim = d->block;
+    cuemu_grid_dim = d->grid;
+    for (int i = 0; i < g_n; i++) {
+        cthread *t = &g_th[i];
+        unsigned bx = d->block.x, by = d->block.y;
+        t->pub.idx.x = (unsigned)i % bx;
+        t->pub.idx.y = ((unsigned)i / bx) % by;
+        t->pub.idx.z = (unsigned)i / (bx * by);
+        t->pub.linear = (unsigned)i;
+        t->pub.lane = (unsigned)i & 31;
+        t->pub.warp = (unsigned)i >> 5;
+    }
+#ifdef CUEMU_TSAN
+    if (!g_sched_fiber) g_sched_fiber = __tsan_get_current_fiber();
+#endif
+#ifdef CUEMU_ASAN
+    {
+        pthread_attr_t at;
+        if (pthread_getattr_np(pthread_self(), &at) == 0) {
+            pthread_attr_getstack(&at, &g_asan_main_bottom, &g_asan_main_size);
+            pthread_attr_destroy(&at);
+        }
+    }
+#endif
+    {
+        unsigned long long nbx = d->grid.x, nby = d->grid.y;
+        unsigned long long total = nbx * nby * d->grid.z;
+        unsigned int *volatile perm = NULL;
+        if (g_order_mode == 2 && total <= (1ull << 24)) {
+            perm = (unsigned int *)malloc(sizeof *perm * total);
+            if (perm) {
+                unsigned long long s = g_seed ^ 0xA5A5A5A5ull;
+                for (unsigned long long i = 0; i < total; i++) perm[i] = (unsigned)i;
+                for (unsigned long long i = total - 1; i > 0; i--) {
+                    unsigned long long j = rng_next(&s) % (i + 1);
+                    unsigned tmp = perm[i]; perm[i] = perm[j]; perm[j] = tmp;
+                }
+            }
+        }
+        if (g_order_mode != 2) order_fill(0);
+#ifdef CUEMU_TSAN
+        __tsan_release(&g_tsan_launch);
+#endif
+        signals_install();
+        if (sigsetjmp(g_jb, 1)) {
+#ifdef CUEMU_ASAN
+            __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
+#endif
+            signals_restore();
+            g_jb_armed = 0;
+            g_fault_block = cuemu_block_idx;
+            cuemu_cur = NULL;
+            err = report_fault();
+            cuemu_set_sticky_error(err);
+            free(perm);
+            goto out;
+        }
+        g_jb_armed = 1;
+        for (unsigned long long k = 0; k < total; k++) {
+            unsigned long long b = g_order_mode == 1 ? total - 1 - k : perm ? perm[k] : k;
+            cuemu_block_idx.x = (unsigned)(b % nbx);
+            cuemu_block_idx.y = (unsigned)((b / nbx) % nby);
+            cuemu_block_idx.z = (unsigned)(b / (nbx * nby));
+            if (g_order_mode == 2) order_fill(b);
+#ifdef CUEMU_TSAN
+            g_tsan_blockno = k;
+#endif
+            /* poison: uninitialised shared memory reads as 0xFF bytes (NaN, -1) */
+            for (size_t v = 0; v < g_nshared; v++) memset(g_shared[v].p, 0xFF, g_shared[v].n);
+            if (g_dsm_size) memset(g_dsm_base, 0xFF, g_dsm_size);
+            if (g_dsm_size & 15)
+                memset(g_dsm_base + g_dsm_size, DSM_CANARY, 16 - (g_dsm_size & 15));
+#ifdef CUEMU_TSAN
+            __tsan_release(&g_tsan_launch);          /* the poisoning precedes the block */
+#endif
+            int stuck = run_block();
+#ifdef CUEMU_TSAN
+            __tsan_acquire(&g_tsan_block[k & 1]);    /* and follows the previous one */
+#endif
+            if (stuck) {
+                g_jb_armed = 0;
+                signals_restore();
+                report_deadlock();
+                err = E_LAUNCH_FAILURE;
+                cuemu_set_sticky_error(err);
+                free(perm);
+                goto out;
+            }
+            if ((g_dsm_size & 15) && !dsm_canary_ok()) {
+                g_jb_armed = 0;
+                signals_restore();
+                cuemu_diag("dynamic shared memory overflow in kernel %s, block (%u,%u,%u): a "
+                           "write past the end of extern __shared__ '%s' (%zu bytes given at "
+                           "launch at %s:%d); launch aborted", d->kernel, cuemu_block_idx.x,
+                           cuemu_block_idx.y, cuemu_block_idx.z, g_dsm_name ? g_dsm_name : "?",
+                           g_dsm_size, d->file, d->line);
+                err = E_ILLEGAL_ADDRESS;
+                cuemu_set_sticky_error(err);
+                free(perm);
+                goto out;
+            }
+        }
+        g_jb_armed = 0;
+        signals_restore();
+        free(perm);
+    }
+out:
+#ifdef CUEMU_ASAN
+    /* an aborted launch leaves stacks with the redzones of frames that never returned */
+    if (err)
+        for (int i = 0; i < g_th_cap; i++)
+            if (g_th[i].own_stack) __asan_unpoison_memory_region(g_th[i].own_stack, g_stack_size);
+#endif
+#ifdef CUEMU_TSAN
+    if (err) {
+        /* threads stopped mid-kernel never reached their release: make it for them, so the
+           launcher's next writes (the next launch's arguments) are not called races */
+        for (int i = 0; i < g_th_cap; i++) {
+            if (!g_th[i].tsan_fiber) continue;
+            __tsan_switch_to_fiber(g_th[i].tsan_fiber, 1);
+            __tsan_release(&g_tsan_abort);
+            __tsan_switch_to_fiber(g_sched_fiber, 1);
+        }
+        __tsan_acquire(&g_tsan_abort);
+    }
+    __tsan_acquire(&g_tsan_block[0]);
+    __tsan_acquire(&g_tsan_block[1]);
+#endif
+    cuemu_cur = NULL;
+    g_dsm_base = NULL;
+    g_in_launch = 0;
+    pthread_mutex_unlock(&g_launch_mu);
+    return err;
+}
+
+void cuemu_device_error(int err, const char *file, int line, const char *what)
+{
+    cuemu_diag("%s at %s:%d", what, file, line);
+    cuemu_set_sticky_error(err);
+}
+
+void cuemu_core_reset(void)
+{
+    /* nothing device-wide survives a launch except the stack pool, which stays valid */
+}
+
+/* ---- benchmark hook --------------------------------------------------------------------- */
+static long g_bench_left;
+static cuemu_launch_desc g_bench_desc;
+static void bench_body(void *ctx)
+{
+    /* two threads ping-pong through a barrier: every barrier costs one switch per thread */
+    for (long i = *(const long *)ctx; i > 0; i--) cuemu_syncthreads("bench", 0);
+}
+
+double cuemu_bench_switch_ns(long n)
+{
+    struct timespec a, b;
+    memset(&g_bench_desc, 0, sizeof g_bench_desc);
+    g_bench_desc.kernel = "switch_bench";
+    g_bench_desc.file = __FILE__;
+    g_bench_desc.line = __LINE__;
+    g_bench_desc.grid.x = g_bench_desc.grid.y = g_bench_desc.grid.z = 1;
+    g_bench_desc.block.x = 2;
+    g_bench_desc.block.y = g_bench_desc.block.z = 1;
+    g_bench_desc.body = bench_body;
+    g_bench_left = n;
+    g_bench_desc.ctx = &g_bench_left;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    int e = cuemu_launch_run(&g_bench_desc);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    if (e) return -1.0;
+    double ns = (double)(b.tv_sec - a.tv_sec) * 1e9 + (double)(b.tv_nsec - a.tv_nsec);
+    return ns / (double)(2 * n);
+}

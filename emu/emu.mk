@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: MIT
+# The CPU emulator's build, included by the top Makefile (run from the repository root).
+#   EMU_REWRITE   cuemu-rewrite IN.cu OUT.cpp (kernel launches, extern __shared__, and a
+#                 registration after each static __shared__ so it can be poisoned)
+#   EMU_RUNTIME   libcuemu.a: emu/core (kernels) + emu/runtime (CUDA runtime API), all -fPIC
+#   EMU_CXXFLAGS  how an emulated .cu (after the rewrite) is compiled
+#   EMU_LDLIBS    what it links with, after $(EMU_RUNTIME)
+# Opt-in sanitizers: make ... EMU_SANITIZE=address (or thread) builds into $(BUILD)/emu-asan/
+# (or emu-tsan/). TSan sees each emulated thread as its own thread and barriers as the only
+# synchronisation, so it reports races between barriers: use it on small inputs.
+
+BUILD        ?= build
+EMU_SANITIZE ?=
+EMU_CC       ?= $(CC)
+
+ifeq ($(EMU_SANITIZE),)
+  EMU_BUILD    := $(BUILD)/emu
+  EMU_SANFLAGS :=
+else
+  EMU_BUILD    := $(BUILD)/emu-$(patsubst address,asan,$(patsubst thread,tsan,$(EMU_SANITIZE)))
+  EMU_SANFLAGS := -fsanitize=$(EMU_SANITIZE) -fno-omit-frame-pointer
+endif
+
+EMU_REWRITE  := $(BUILD)/emu/cuemu-rewrite
+EMU_RUNTIME  := $(EMU_BUILD)/libcuemu.a
+EMU_HEADERS  := $(wildcard emu/include/*.h)
+# -g: fault reports find the file:line with addr2line; DWARF 4 because addr2line (binutils
+# 2.40) names the .cpp instead of the #line file in DWARF 5 line tables
+EMU_CXXFLAGS := -std=c++17 -O2 -fPIC -g -gdwarf-4 -Iemu/include -include cuda_runtime.h $(EMU_SANFLAGS)
+EMU_CFLAGS   := -std=gnu11 -O2 -fPIC -g -Wall -Iemu/include $(EMU_SANFLAGS)
+EMU_LDLIBS   := -lpthread -lm -ldl -lrt $(EMU_SANFLAGS)
+
+EMU_LIB_SRC  := $(wildcard emu/core/*.c emu/core/*.cpp emu/core/*.S \
+                           emu/runtime/*.c emu/runtime/*.cpp)
+EMU_LIB_OBJ  := $(EMU_LIB_SRC:emu/%=$(EMU_BUILD)/obj/%.o)
+EMU_PRIV_H   := $(wildcard emu/core/*.h emu/runtime/*.h)
+
+$(EMU_REWRITE): emu/rewrite/cuemu_rewrite.c
+	@mkdir -p $(@D)
+	$(EMU_CC) -std=c99 -O2 -Wall -o $@ $<
+
+# Under TSan the core itself is not instrumented: its bookkeeping is shared by fibers that
+# never run at the same time; it tells TSan about barriers and switches instead (CUEMU_TSAN).
+$(EMU_BUILD)/obj/%.c.o: emu/%.c $(EMU_HEADERS) $(EMU_PRIV_H)
+	@mkdir -p $(@D)
+	$(EMU_CC) $(if $(and $(filter thread,$(EMU_SANITIZE)),$(filter core/%,$*)),$(filter-out -fsanitize=thread,$(EMU_CFLAGS)) -DCUEMU_TSAN=1,$(EMU_CFLAGS)) -c -o $@ $<
+$(EMU_BUILD)/obj/%.cpp.o: emu/%.cpp $(EMU_HEADERS) $(EMU_PRIV_H)
+	@mkdir -p $(@D)
+	$(CXX) $(EMU_CXXFLAGS) -c -o $@ $<
+$(EMU_BUILD)/obj/%.S.o: emu/%.S
+	@mkdir -p $(@D)
+	$(EMU_CC) -fPIC -c -o $@ $<
+
+$(EMU_RUNTIME): $(EMU_LIB_OBJ)
+	@mkdir -p $(@D)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+# ---- tests: every .cu under emu/tests becomes an emulated executable --------------------------
+EMU_TEST_SRC := $(wildcard emu/tests/core/*.cu emu/tests/bugs/*.cu emu/tests/runtime/*.cu \
+                           emu/tests/parity.cu)
+EMU_TEST_BIN := $(EMU_TEST_SRC:emu/tests/%.cu=$(EMU_BUILD)/tests/%)
+
+$(EMU_BUILD)/tests/%: emu/tests/%.cu $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_HEADERS)
+	@mkdir -p $(@D)
+	$(EMU_REWRITE) $< $@.cpp
+	$(CXX) $(EMU_CXXFLAGS) -I$(<D) -o $@ $@.cpp -Wl,--whole-archive $(EMU_RUNTIME) -Wl,--no-whole-archive $(EMU_LDLIBS)
+
+emu-lib: $(EMU_REWRITE) $(EMU_RUNTIME)
+emu-tests: $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_TEST_BIN) ## build the emulator's own tests
+
+# ---- benchmark ---------------------------------------------------------------------------------
+$(EMU_BUILD)/bench/emu_bench: emu/bench/emu_bench.cu $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_HEADERS)
+	@mkdir -p $(@D)
+	$(EMU_REWRITE) $< $@.cpp
+	$(CXX) $(EMU_CXXFLAGS) -I$(<D) -o $@ $@.cpp -Wl,--whole-archive $(EMU_RUNTIME) -Wl,--no-whole-archive $(EMU_LDLIBS)
+
+emu-bench: $(EMU_BUILD)/bench/emu_bench ## emulator speed: context switch, vector add, matmul, reduction
+	$(EMU_BUILD)/bench/emu_bench
+
+.PHONY: emu-lib emu-tests emu-bench

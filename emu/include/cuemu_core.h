@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cuemu_core.h: what the device header (C++) needs from the kernel-running core (C).
+ *
+ * Threads of a block are fibers on the launching OS thread and blocks run one after another,
+ * so "the current thread" is one global pointer and every atomic is trivially atomic.
+ * Hidden visibility: each chapter library links its own copy of the core, and the globals
+ * are then reached without a GOT indirection (threadIdx is read in every kernel line).
+ */
+#ifndef CUEMU_CORE_H
+#define CUEMU_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CUEMU_HIDDEN __attribute__((visibility("hidden")))
+
+/* CUDA's uint3: a plain aggregate of three unsigned ints (threadIdx, blockIdx are this). */
+struct uint3 { unsigned int x, y, z; };
+#ifndef __cplusplus
+typedef struct uint3 uint3;
+#endif
+
+/* The part of an emulated thread the device header reads; the core keeps the rest. */
+typedef struct cuemu_thread_pub {
+    struct uint3 idx;          /* threadIdx                                  */
+    unsigned int linear;       /* x + y*bx + z*bx*by                         */
+    unsigned int lane;         /* linear % 32                                */
+    unsigned int warp;         /* linear / 32                                */
+} cuemu_thread_pub;
+
+extern CUEMU_HIDDEN cuemu_thread_pub *cuemu_cur;          /* NULL outside a kernel */
+extern CUEMU_HIDDEN struct uint3 cuemu_block_idx, cuemu_block_dim, cuemu_grid_dim;
+
+/* One launch, as the launch template hands it over. */
+typedef struct cuemu_launch_desc {
+    const char *kernel;        /* the kernel expression as written at the launch */
+    const char *file;          /* launch site */
+    int         line;
+    const void *func;          /* kernel address, or NULL when a deduced template hides it */
+    struct uint3 grid, block;
+    size_t      dsmem;         /* dynamic shared memory bytes */
+    void       *stream;
+    void      (*body)(void *ctx);   /* runs one thread's kernel body */
+    void       *ctx;
+} cuemu_launch_desc;
+
+/* Sticky error and launch-configuration checks; 0 = go ahead, else the error (recorded). */
+int  cuemu_launch_prepare(const cuemu_launch_desc *d);
+/* 0 when p (argument `index` of the kernel) may be passed to a kernel; else reported. */
+int  cuemu_check_kernel_pointer(const cuemu_launch_desc *d, int index, const void *p);
+/* Records the host-pointer error once all arguments were checked. */
+void cuemu_launch_refuse(const cuemu_launch_desc *d);
+/* Runs every block; returns 0 or the error that stopped it (already recorded). */
+int  cuemu_launch_run(const cuemu_launch_desc *d);
+
+/* ---- device-side operations (called only from inside a kernel) ------------------------ */
+void cuemu_syncthreads(const char *file, int line);
+/* op: 0 count, 1 and, 2 or */
+int  cuemu_syncthreads_op(int op, int pred, const char *file, int line);
+
+enum cuemu_warp_kind {
+    CUEMU_W_SYNC = 0, CUEMU_W_SHFL, CUEMU_W_UP, CUEMU_W_DOWN, CUEMU_W_XOR,
+    CUEMU_W_BALLOT, CUEMU_W_ANY, CUEMU_W_ALL
+};
+/* A warp-level rendezvous of the lanes in mask; returns this lane's result (raw bits). */
+uint64_t cuemu_warp_op(int kind, unsigned mask, uint64_t value, int arg, int width,
+                       const char *file, int line);
+unsigned cuemu_activemask(void);
+/* Lets the next runnable thread of the block run (from __nanosleep). */
+void     cuemu_yield(void);
+
+/* A static __shared__ variable, registered the first time a thread passes its declaration:
+   poisoned now and before every later block. */
+void cuemu_shared_register(void *p, size_t n);
+
+/* Base of this launch's dynamic shared memory; name is the extern __shared__ variable. */
+void *cuemu_dyn_smem(const char *name);
+
+/* Reports a device-side problem that is not a fault (e.g. a kernel launched from a kernel). */
+void cuemu_device_error(int err, const char *file, int line, const char *what);
+
+/* The context switch the benchmark times: ns per switch, measured over n round trips. */
+double cuemu_bench_switch_ns(long n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

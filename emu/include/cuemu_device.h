@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cuemu_device.h: the device side of CUDA for the host compiler.
+ *
+ * Included at the end of the emulator's cuda_runtime.h, which is force-included into every
+ * emulated compile (C++ only). Qualifiers become nothing (`static` for __shared__), the
+ * built-in variables read the current fiber, and barriers and warp operations call into the
+ * core (emu/core/sched.c) with their source line, so a deadlock report can name it. The
+ * rewriter (emu/rewrite/) turns `k<<<g, b, s, st>>>(args)` into a call of cuemu::launch.
+ */
+#ifndef CUEMU_DEVICE_H
+#define CUEMU_DEVICE_H
+#ifdef __cplusplus
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "cuemu_core.h"
+
+// ---- qualifiers -----------------------------------------------------------------------------
+#define __global__
+#define __device__
+#define __host__
+#define __constant__
+#define __managed__
+#define __forceinline__ inline __attribute__((always_inline))
+/* libstdc++ spells __attribute__((__noinline__)) in <memory>, included above, so the macro
+   cannot break it; only <stacktrace> and <experimental/simd> would still collide */
+#define __noinline__ __attribute__((noinline))
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+#define __builtin_align__(n) __attribute__((aligned(n)))
+#define __grid_constant__
+/* One block runs at a time, so static storage is that block's shared memory. The rewriter
+   turns each `__shared__` declaration into `static` plus a cuemu::shared_reg, so the core can
+   poison the variable (0xFF bytes: NaN, -1) before every block; this macro is the fallback for
+   a __shared__ the rewriter cannot see (one made by a macro), which is then not poisoned. */
+#define __shared__ static
+
+// ---- vector types ---------------------------------------------------------------------------
+struct dim3 {
+    unsigned int x, y, z;
+    constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1)
+        : x(vx), y(vy), z(vz) {}
+    constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+    constexpr operator uint3() const { return uint3{x, y, z}; }
+};
+
+#define CUEMU_VEC1(T, N, A) struct __attribute__((aligned(A))) N##1 { T x; };            \
+    static inline N##1 make_##N##1(T x) { N##1 v; v.x = x; return v; }
+#define CUEMU_VEC2(T, N, A) struct __attribute__((aligned(A))) N##2 { T x, y; };         \
+    static inline N##2 make_##N##2(T x, T y) { N##2 v; v.x = x; v.y = y; return v; }
+#define CUEMU_VEC3(T, N, A) struct N##3 { T x, y, z; };                                  \
+    static inline N##3 make_##N##3(T x, T y, T z) { N##3 v; v.x = x; v.y = y; v.z = z; return v; }
+#define CUEMU_VEC4(T, N, A) struct __attribute__((aligned(A))) N##4 { T x, y, z, w; };   \
+    static inline N##4 make_##N##4(T x, T y, T z, T w)                                   \
+    { N##4 v; v.x = x; v.y = y; v.z = z; v.w = w; return v; }
+/* alignments are CUDA's: 2-vectors 2x the element, 4-vectors 4x (at most 16) */
+#define CUEMU_VECS(T, N, S) CUEMU_VEC1(T, N, S) CUEMU_VEC2(T, N, 2 * S)                  \
+    CUEMU_VEC3(T, N, S) CUEMU_VEC4(T, N, (4 * S > 16 ? 16 : 4 * S))
+CUEMU_VECS(signed char, char, 1)
+CUEMU_VECS(unsigned char, uchar, 1)
+CUEMU_VECS(short, short, 2)
+CUEMU_VECS(unsigned short, ushort, 2)
+CUEMU_VECS(int, int, 4)
+CUEMU_VECS(float, float, 4)
+CUEMU_VECS(long long, longlong, 8)
+CUEMU_VECS(unsigned long long, ulonglong, 8)
+CUEMU_VECS(double, double, 8)
+CUEMU_VECS(long, long, 8)
+CUEMU_VECS(unsigned long, ulong, 8)
+CUEMU_VEC1(unsigned int, uint, 4)
+CUEMU_VEC2(unsigned int, uint, 8)
+CUEMU_VEC4(unsigned int, uint, 16)
+static inline uint3 make_uint3(unsigned int x, unsigned int y, unsigned int z)
+{ uint3 v; v.x = x; v.y = y; v.z = z; return v; }
+#undef CUEMU_VECS
+#undef CUEMU_VEC1
+#undef CUEMU_VEC2
+#undef CUEMU_VEC3
+#undef CUEMU_VEC4
+
+// ---- built-in variables ---------------------------------------------------------------------
+/* Macros, not variables: each read must see the fiber that is running now. Read-only like
+   CUDA's (they are const references). */
+#define threadIdx (static_cast<const uint3 &>(::cuemu_cur->idx))
+#define blockIdx  (static_cast<const uint3 &>(::cuemu_block_idx))
+#define blockDim  (static_cast<const uint3 &>(::cuemu_block_dim))
+#define gridDim   (static_cast<const uint3 &>(::cuemu_grid_dim))
+constexpr int warpSize = 32;
+
+// ---- barriers and warp operations -----------------------------------------------------------
+#define __syncthreads() ::cuemu_syncthreads(__FILE__, __LINE__)
+#define __syncthreads_count(p) ::cuemu_syncthreads_op(0, (p) ? 1 : 0, __FILE__, __LINE__)
+#define __syncthreads_and(p) ::cuemu_syncthreads_op(1, (p) ? 1 : 0, __FILE__, __LINE__)
+#define __syncthreads_or(p) ::cuemu_syncthreads_op(2, (p) ? 1 : 0, __FILE__, __LINE__)
+
+namespace cuemu {
+struct site {
+    const char *file;
+    int line;
+    void operator()(unsigned mask = 0xFFFFFFFFu) const   // __syncwarp(mask)
+    { (void)cuemu_warp_op(CUEMU_W_SYNC, mask, 0, 0, 32, file, line); }
+};
+
+template <class T>
+static inline T warp_xchg(int kind, const char *file, int line, unsigned mask, T var, int arg,
+                          int width)
+{
+    static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value,
+                  "warp shuffles move at most 8 bytes of a trivially copyable type");
+    uint64_t bits = 0;
+    std::memcpy(&bits, &var, sizeof(T));
+    bits = cuemu_warp_op(kind, mask, bits, arg, width, file, line);
+    T out;
+    std::memcpy(&out, &bits, sizeof(T));
+    return out;
+}
+}  // namespace cuemu
+
+#define __syncwarp(...) (::cuemu::site{__FILE__, __LINE__}(__VA_ARGS__))
+#define __shfl_sync(...) ::cuemu::shfl_at(CUEMU_W_SHFL, __FILE__, __LINE__, __VA_ARGS__)
+#define __shfl_up_sync(...) ::cuemu::shfl_at(CUEMU_W_UP, __FILE__, __LINE__, __VA_ARGS__)
+#define __shfl_down_sync(...) ::cuemu::shfl_at(CUEMU_W_DOWN, __FILE__, __LINE__, __VA_ARGS__)
+#define __shfl_xor_sync(...) ::cuemu::shfl_at(CUEMU_W_XOR, __FILE__, __LINE__, __VA_ARGS__)
+#define __ballot_sync(m, p) ((unsigned)::cuemu_warp_op(CUEMU_W_BALLOT, (m), (p) ? 1 : 0, 0, 32, \
+                                                        __FILE__, __LINE__))
+#define __any_sync(m, p) ((int)::cuemu_warp_op(CUEMU_W_ANY, (m), (p) ? 1 : 0, 0, 32, \
+                                                __FILE__, __LINE__))
+#define __all_sync(m, p) ((int)::cuemu_warp_op(CUEMU_W_ALL, (m), (p) ? 1 : 0, 0, 32, \
+                                                __FILE__, __LINE__))
+static inline unsigned __activemask() { return cuemu_activemask(); }
+
+namespace cuemu {
+template <class T>
+static inline T shfl_at(int kind, const char *file, int line, unsigned mask, T var, int arg,
+                        int width = 32)
+{
+    return warp_xchg<T>(kind, file, line, mask, var, arg, width);
+}
+}  // namespace cuemu
+
+// ---- atomics: fibers of one OS thread never interleave inside these -------------------------
+#if defined(__SANITIZE_THREAD__)
+/* TSan build: make consecutive atomics on one address ordered, so only plain accesses that
+   race with them (or each other) are reported */
+extern "C" void __tsan_acquire(void *addr);
+extern "C" void __tsan_release(void *addr);
+#define CUEMU_TSAN_ACQ(p) __tsan_acquire((void *)(p))
+#define CUEMU_TSAN_REL(p) __tsan_release((void *)(p))
+#else
+#define CUEMU_TSAN_ACQ(p) ((void)0)
+#define CUEMU_TSAN_REL(p) ((void)0)
+#endif
+#define CUEMU_ATOMIC(NAME, T, EXPR)                                                      \
+    static inline T NAME(T *address, T val)                                              \
+    {                                                                                    \
+        CUEMU_TSAN_ACQ(address);                                                         \
+        T old = *address;                                                                \
+        *address = (EXPR);                                                               \
+        CUEMU_TSAN_REL(address);                                                         \
+        return old;                                                                      \
+    }
+CUEMU_ATOMIC(atomicAdd, int, old + val)
+CUEMU_ATOMIC(atomicAdd, unsigned int, old + val)
+CUEMU_ATOMIC(atomicAdd, unsigned long long, old + val)
+CUEMU_ATOMIC(atomicAdd, float, old + val)
+CUEMU_ATOMIC(atomicAdd, double, old + val)
+CUEMU_ATOMIC(atomicSub, int, old - val)
+CUEMU_ATOMIC(atomicSub, unsigned int, old - val)
+CUEMU_ATOMIC(atomicExch, int, val)
+CUEMU_ATOMIC(atomicExch, unsigned int, val)
+CUEMU_ATOMIC(atomicExch, unsigned long long, val)
+CUEMU_ATOMIC(atomicExch, float, val)
+CUEMU_ATOMIC(atomicMin, int, val < old ? val : old)
+CUEMU_ATOMIC(atomicMin, unsigned int, val < old ? val : old)
+CUEMU_ATOMIC(atomicMin, long long, val < old ? val : old)
+CUEMU_ATOMIC(atomicMin, unsigned long long, val < old ? val : old)
+CUEMU_ATOMIC(atomicMax, int, val > old ? val : old)
+CUEMU_ATOMIC(atomicMax, unsigned int, val > old ? val : old)
+CUEMU_ATOMIC(atomicMax, long long, val > old ? val : old)
+CUEMU_ATOMIC(atomicMax, unsigned long long, val > old ? val : old)
+CUEMU_ATOMIC(atomicAnd, int, old & val)
+CUEMU_ATOMIC(atomicAnd, unsigned int, old & val)
+CUEMU_ATOMIC(atomicAnd, unsigned long long, old & val)
+CUEMU_ATOMIC(atomicOr, int, old | val)
+CUEMU_ATOMIC(atomicOr, unsigned int, old | val)
+CUEMU_ATOMIC(atomicOr, unsigned long long, old | val)
+CUEMU_ATOMIC(atomicXor, int, old ^ val)
+CUEMU_ATOMIC(atomicXor, unsigned int, old ^ val)
+CUEMU_ATOMIC(atomicXor, unsigned long long, old ^ val)
+/* CUDA's wrap-around counters */
+CUEMU_ATOMIC(atomicInc, unsigned int, old >= val ? 0u : old + 1u)
+CUEMU_ATOMIC(atomicDec, unsigned int, (old == 0u || old > val) ? val : old - 1u)
+#undef CUEMU_ATOMIC
+#define CUEMU_CAS(T) \
+    static inline T atomicCAS(T *address, T compare, T val) \
+    { CUEMU_TSAN_ACQ(address); T old = *address; if (old == compare) *address = val;   \
+      CUEMU_TSAN_REL(address); return old; }
+CUEMU_CAS(int)
+CUEMU_CAS(unsigned int)
+CUEMU_CAS(unsigned long long)
+CUEMU_CAS(unsigned short)
+#undef CUEMU_CAS
+/* scoped variants: one device, one OS thread, so every scope is the same */
+#define atomicAdd_block atomicAdd
+#define atomicAdd_system atomicAdd
+#define atomicCAS_block atomicCAS
+#define atomicExch_block atomicExch
+#define atomicMax_block atomicMax
+#define atomicMin_block atomicMin
+
+/* a trap faults like a GPU's (the launch fails with cudaErrorIllegalInstruction) */
+static inline void __trap() { __builtin_trap(); }
+/* lets the other threads of the block run: a spin-wait that sleeps can make progress here */
+static inline void __nanosleep(unsigned int) { cuemu_yield(); }
+
+static inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static inline void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
+// ---- loads, math, intrinsics ----------------------------------------------------------------
+template <class T> static inline T __ldg(const T *p) { return *p; }
+
+static inline int min(int a, int b) { return a < b ? a : b; }
+static inline unsigned int min(unsigned int a, unsigned int b) { return a < b ? a : b; }
+static inline unsigned int min(int a, unsigned int b) { return min((unsigned)a, b); }
+static inline unsigned int min(unsigned int a, int b) { return min(a, (unsigned)b); }
+static inline long long min(long long a, long long b) { return a < b ? a : b; }
+static inline unsigned long long min(unsigned long long a, unsigned long long b)
+{ return a < b ? a : b; }
+static inline long min(long a, long b) { return a < b ? a : b; }
+static inline unsigned long min(unsigned long a, unsigned long b) { return a < b ? a : b; }
+static inline float min(float a, float b) { return std::fmin(a, b); }
+static inline double min(double a, double b) { return std::fmin(a, b); }
+static inline double min(float a, double b) { return std::fmin((double)a, b); }
+static inline double min(double a, float b) { return std::fmin(a, (double)b); }
+static inline int max(int a, int b) { return a > b ? a : b; }
+static inline unsigned int max(unsigned int a, unsigned int b) { return a > b ? a : b; }
+static inline unsigned int max(int a, unsigned int b) { return max((unsigned)a, b); }
+static inline unsigned int max(unsigned int a, int b) { return max(a, (unsigned)b); }
+static inline long long max(long long a, long long b) { return a > b ? a : b; }
+static inline unsigned long long max(unsigned long long a, unsigned long long b)
+{ return a > b ? a : b; }
+static inline long max(long a, long b) { return a > b ? a : b; }
+static inline unsigned long max(unsigned long a, unsigned long b) { return a > b ? a : b; }
+static inline float max(float a, float b) { return std::fmax(a, b); }
+static inline double max(double a, double b) { return std::fmax(a, b); }
+static inline double max(float a, double b) { return std::fmax((double)a, b); }
+static inline double max(double a, float b) { return std::fmax(a, (double)b); }
+
+static inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
+static inline double __fma_rn(double a, double b, double c) { return std::fma(a, b, c); }
+static inline float __fadd_rn(float a, float b) { return a + b; }
+static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fdividef(float a, float b) { return a / b; }
+static inline float __frcp_rn(float a) { return 1.0f / a; }
+static inline float __fsqrt_rn(float a) { return std::sqrt(a); }
+/* glibc declares these names (without exporting them), so they are macros, not functions */
+#define __expf(a) (::expf((float)(a)))
+#define __logf(a) (::logf((float)(a)))
+#define __log2f(a) (::log2f((float)(a)))
+#define __sinf(a) (::sinf((float)(a)))
+#define __cosf(a) (::cosf((float)(a)))
+#define __tanf(a) (::tanf((float)(a)))
+#define __powf(a, b) (::powf((float)(a), (float)(b)))
+static inline float __saturatef(float a) { return a < 0.0f ? 0.0f : (a > 1.0f ? 1.0f : a); }
+static inline float rsqrtf(float a) { return 1.0f / std::sqrt(a); }
+static inline double rsqrt(double a) { return 1.0 / std::sqrt(a); }
+static inline float rcbrtf(float a) { return 1.0f / std::cbrt(a); }
+static inline int __float2int_rn(float a) { return (int)std::nearbyint(a); }
+static inline int __float2int_rz(float a) { return (int)a; }
+static inline int __float2int_rd(float a) { return (int)std::floor(a); }
+static inline int __float2int_ru(float a) { return (int)std::ceil(a); }
+static inline unsigned int __float2uint_rn(float a) { return (unsigned int)std::nearbyint(a); }
+static inline float __int2float_rn(int a) { return (float)a; }
+static inline int __double2int_rn(double a) { return (int)std::nearbyint(a); }
+static inline int __float_as_int(float a) { int i; std::memcpy(&i, &a, 4); return i; }
+static inline float __int_as_float(int a) { float f; std::memcpy(&f, &a, 4); return f; }
+static inline unsigned int __float_as_uint(float a) { unsigned i; std::memcpy(&i, &a, 4); return i; }
+static inline float __uint_as_float(unsigned a) { float f; std::memcpy(&f, &a, 4); return f; }
+static inline long long __double_as_longlong(double a) { long long i; std::memcpy(&i, &a, 8); return i; }
+static inline double __longlong_as_double(long long a) { double d; std::memcpy(&d, &a, 8); return d; }
+static inline int __popc(unsigned int x) { return __builtin_popcount(x); }
+static inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+/* CUDA defines clz(0) = 32 and ffs(0) = 0; the builtins leave clz(0) undefined */
+static inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
+static inline int __clzll(long long x) { return x ? __builtin_clzll((unsigned long long)x) : 64; }
+static inline int __ffs(int x) { return __builtin_ffs(x); }
+static inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+static inline unsigned int __brev(unsigned int x)
+{
+    x = ((x >> 1) & 0x55555555u) | ((x & 0x55555555u) << 1);
+    x = ((x >> 2) & 0x33333333u) | ((x & 0x33333333u) << 2);
+    x = ((x >> 4) & 0x0F0F0F0Fu) | ((x & 0x0F0F0F0Fu) << 4);
+    return __builtin_bswap32(x);
+}
+static inline int __mul24(int a, int b) { return (int)((long long)(a << 8 >> 8) * (b << 8 >> 8)); }
+static inline unsigned int __umul24(unsigned a, unsigned b) { return (a & 0xFFFFFFu) * (b & 0xFFFFFFu); }
+static inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
+static inline unsigned int __umulhi(unsigned a, unsigned b)
+{ return (unsigned)(((unsigned long long)a * b) >> 32); }
+/* a nanosecond clock: GPU cycle counts have no meaning here */
+static inline long long clock64()
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+// ---- static shared memory registration (the rewriter's addition after `__shared__ T x;`) -----
+namespace cuemu {
+struct shared_reg {
+    shared_reg(void *p, size_t n) { cuemu_shared_register(p, n); }
+};
+}  // namespace cuemu
+
+// ---- dynamic shared memory (the rewriter's target for `extern __shared__ T name[];`) ---------
+namespace cuemu {
+struct dsmem_ref {
+    void *p;
+    template <class T> operator T *() const { return static_cast<T *>(p); }
+};
+static inline dsmem_ref dsmem(const char *name) { return dsmem_ref{cuemu_dyn_smem(name)}; }
+}  // namespace cuemu
+
+// ---- kernel launch (the rewriter's target for `k<<<g, b, s, st>>>(args)`) --------------------
+namespace cuemu {
+template <int N> struct prio : prio<N - 1> {};
+template <> struct prio<0> {};
+/* The kernel's address (for cudaFuncSetAttribute limits): direct for a function or an explicit
+   specialisation, by the argument types for a deduced template; when neither works (a deduced
+   template with converted arguments) the launch goes on without it. */
+template <class... P, class... A>
+static inline const void *kaddr(prio<2>, void (*f)(P...), A &&...) { return (const void *)f; }
+template <class... A>
+static inline const void *kaddr(prio<1>, void (*f)(typename std::decay<A>::type...), A &&...)
+{ return (const void *)f; }
+
+/* A literal 0 or NULL kernel argument (the rewriter substitutes this): converts to whatever
+   the parameter is, as the literal would have at a direct call. */
+struct zero_arg {
+    template <class T> constexpr operator T() const { return T(0); }
+};
+
+struct cfg {
+    dim3 grid, block;
+    size_t smem;
+    cudaStream_t stream;
+    cfg(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0)
+        : grid(g), block(b), smem(s), stream(st) {}
+};
+
+template <class Body, class Tup> struct launch_ctx { Body *body; Tup *args; };
+template <class Body, class Tup> static void run_thread(void *p)
+{
+    launch_ctx<Body, Tup> *c = static_cast<launch_ctx<Body, Tup> *>(p);
+    /* the kernel's by-value parameters are this thread's own copies (kernels cannot take
+       references), so the shared argument tuple is never written */
+    std::apply(*c->body, *c->args);
+}
+
+template <class T> static inline int check_arg(const cuemu_launch_desc *d, int i, const T &v)
+{
+    if constexpr (std::is_pointer<T>::value && !std::is_function<
+                      typename std::remove_pointer<T>::type>::value)
+        return cuemu_check_kernel_pointer(d, i, (const void *)v);
+    else
+        return 0;
+}
+
+template <class AddrL, class Body, class... A>
+static inline void launch(const cfg &c, const char *name, const char *file, int line, AddrL addr,
+                          Body body, A &&...a)
+{
+    cuemu_launch_desc d;
+    std::memset(&d, 0, sizeof d);
+    d.kernel = name;
+    d.file = file;
+    d.line = line;
+    if constexpr (std::is_invocable<AddrL &, A &...>::value) d.func = addr(a...);
+    d.grid = c.grid;
+    d.block = c.block;
+    d.dsmem = c.smem;
+    d.stream = (void *)c.stream;
+    if (cuemu_launch_prepare(&d) != 0) return;
+    /* arguments are copied at the launch, as CUDA does */
+    typedef std::tuple<typename std::decay<A>::type...> Tup;
+    Tup args(std::forward<A>(a)...);
+    int bad = 0, i = 0;
+    std::apply([&](const auto &...v) { ((bad |= check_arg(&d, i++, v)), ...); }, args);
+    if (bad) {
+        cuemu_launch_refuse(&d);
+        return;
+    }
+    launch_ctx<Body, Tup> ctx{&body, &args};
+    d.body = &run_thread<Body, Tup>;
+    d.ctx = &ctx;
+    (void)cuemu_launch_run(&d);
+}
+}  // namespace cuemu
+
+#endif /* __cplusplus */
+#endif /* CUEMU_DEVICE_H */

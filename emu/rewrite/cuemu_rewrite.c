@@ -1,0 +1,476 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cuemu-rewrite IN.cu OUT.cpp: the only source change the emulator needs.
+ *
+ * gcc has no CUDA front end, and everything but two constructs can come from a force-included
+ * header. Those two are rewritten here, everything else is copied byte for byte:
+ *
+ *   k<<<g, b, s, st>>>(args)        ->  ::cuemu::launch(::cuemu::cfg(g, b, s, st), "k",
+ *                                         __FILE__, __LINE__, <address of k>, <call of k>, args)
+ *   extern __shared__ T name[];     ->  T (*const name) = ::cuemu::dsmem("name");
+ *
+ * and one addition to static shared memory, so the core can poison it before every block:
+ *
+ *   __shared__ T name[N];           ->  static T name[N]; static ::cuemu::shared_reg r(name);
+ *
+ * (The header alone cannot do that: a section attribute would gather the variables, but gcc
+ * ignores it on statics of template functions and rejects mixing inline and non-inline ones.)
+ *
+ * The output starts with `#line 1 "IN.cu"` and keeps every newline of the input where it was,
+ * so a compiler error in the .cpp points at the student's line in the .cu file.
+ */
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *src;      /* the input */
+static size_t      n;
+static char       *code;     /* code[i]: 1 when src[i] is outside comments and literals */
+static FILE       *out;
+static const char *in_path;
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "cuemu-rewrite: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+
+static int line_of(size_t pos)
+{
+    int l = 1;
+    for (size_t i = 0; i < pos && i < n; i++) l += src[i] == '\n';
+    return l;
+}
+
+/* Marks comments, string and character literals (raw strings too) as not code. */
+static void classify(void)
+{
+    code = (char *)malloc(n + 1);
+    if (!code) die("out of memory");
+    size_t i = 0;
+    while (i < n) {
+        char c = src[i];
+        if (c == '/' && i + 1 < n && src[i + 1] == '/') {
+            while (i < n && src[i] != '\n') {
+                if (src[i] == '\\' && i + 1 < n && src[i + 1] == '\n') code[i++] = 0;
+                code[i++] = 0;
+            }
+        } else if (c == '/' && i + 1 < n && src[i + 1] == '*') {
+            code[i++] = 0;
+            code[i++] = 0;
+            while (i < n && !(src[i] == '*' && i + 1 < n && src[i + 1] == '/')) code[i++] = 0;
+            if (i < n) { code[i++] = 0; code[i++] = 0; }
+        } else if (c == 'R' && i + 1 < n && src[i + 1] == '"'
+                   && (i == 0 || !(isalnum((unsigned char)src[i - 1]) || src[i - 1] == '_')
+                       || src[i - 1] == '8' || src[i - 1] == 'u' || src[i - 1] == 'U'
+                       || src[i - 1] == 'L')) {
+            /* R"delim( ... )delim" */
+            size_t d0 = i + 2, d1 = d0;
+            while (d1 < n && src[d1] != '(') d1++;
+            size_t dl = d1 - d0;
+            size_t j = d1 + 1;
+            while (j < n && !(src[j] == ')' && j + 1 + dl < n
+                              && strncmp(src + j + 1, src + d0, dl) == 0 && src[j + 1 + dl] == '"'))
+                j++;
+            j = j < n ? j + dl + 2 : n;
+            while (i < j) code[i++] = 0;
+        } else if (c == '"') {
+            code[i++] = 0;
+            while (i < n && src[i] != '"' && src[i] != '\n') {
+                if (src[i] == '\\' && i + 1 < n) code[i++] = 0;
+                code[i++] = 0;
+            }
+            if (i < n) code[i++] = 0;
+        } else if (c == '\'') {
+            /* 1'000'000: a digit separator inside a number, not a character literal */
+            size_t k = i;
+            while (k > 0 && (isalnum((unsigned char)src[k - 1]) || src[k - 1] == '_'
+                             || src[k - 1] == '.' || src[k - 1] == '\''))
+                k--;
+            if (k < i && isdigit((unsigned char)src[k])) {
+                code[i++] = 1;
+                continue;
+            }
+            code[i++] = 0;
+            while (i < n && src[i] != '\'' && src[i] != '\n') {
+                if (src[i] == '\\' && i + 1 < n) code[i++] = 0;
+                code[i++] = 0;
+            }
+            if (i < n) code[i++] = 0;
+        } else {
+            code[i++] = 1;
+        }
+    }
+}
+
+static int is_id(char c) { return isalnum((unsigned char)c) || c == '_'; }
+
+/* Emits src[a, b) keeping only its newlines (for text that moves or disappears). */
+static void emit_newlines(size_t a, size_t b)
+{
+    for (size_t i = a; i < b; i++)
+        if (src[i] == '\n') fputc('\n', out);
+}
+
+/* Emits the code of src[a, b) on one line: comments dropped, whitespace runs collapsed. */
+static void emit_flat(FILE *f, size_t a, size_t b, int for_string)
+{
+    int space = 0, any = 0;
+    for (size_t i = a; i < b; i++) {
+        if (!code[i] || isspace((unsigned char)src[i]) || src[i] == '\\') {
+            space = 1;
+            continue;
+        }
+        if (space && any) fputc(' ', f);
+        space = 0;
+        any = 1;
+        if (for_string && (src[i] == '"' || src[i] == '\\')) fputc('\\', f);
+        fputc(src[i], f);
+    }
+}
+
+static size_t skip_ws_back(size_t p)   /* p: one past; returns one past the last non-space */
+{
+    while (p > 0 && (isspace((unsigned char)src[p - 1]) || !code[p - 1])) p--;
+    return p;
+}
+
+static size_t skip_ws_fwd(size_t p)
+{
+    while (p < n && (isspace((unsigned char)src[p]) || !code[p])) p++;
+    return p;
+}
+
+/* Start of the kernel expression that ends just before `end` (the `<<<`): an id-expression,
+   possibly qualified and with template arguments, or a parenthesised expression. */
+static size_t kernel_start(size_t end)
+{
+    size_t p = skip_ws_back(end);
+    for (;;) {
+        if (p > 0 && src[p - 1] == ')') {
+            int depth = 0;
+            while (p > 0) {
+                p--;
+                if (!code[p]) continue;
+                if (src[p] == ')') depth++;
+                else if (src[p] == '(' && --depth == 0) break;
+            }
+            return p;
+        }
+        if (p > 0 && src[p - 1] == '>') {
+            int depth = 0;
+            while (p > 0) {
+                p--;
+                if (!code[p]) continue;
+                if (src[p] == '>') depth++;
+                else if (src[p] == '<' && --depth == 0) break;
+            }
+            p = skip_ws_back(p);
+        }
+        size_t q = p;
+        while (q > 0 && is_id(src[q - 1]) && code[q - 1]) q--;
+        if (q == p) die("%s:%d: cannot find the kernel name before <<<", in_path, line_of(end));
+        p = q;
+        size_t r = skip_ws_back(p);
+        if (r >= 2 && src[r - 1] == ':' && src[r - 2] == ':') {
+            p = skip_ws_back(r - 2);
+            if (p == 0 || !(is_id(src[p - 1]) || src[p - 1] == '>')) return r - 2;  /* ::k */
+            continue;
+        }
+        /* `template` keyword in ns::template k<T> */
+        return p;
+    }
+}
+
+/* Position of the bracket that closes the one at `open` (any of ( [ {), skipping non-code. */
+static size_t match_close(size_t open)
+{
+    int depth = 0;
+    for (size_t i = open; i < n; i++) {
+        if (!code[i]) continue;
+        char c = src[i];
+        if (c == '(' || c == '[' || c == '{') depth++;
+        else if ((c == ')' || c == ']' || c == '}') && --depth == 0) return i;
+    }
+    die("%s:%d: unbalanced bracket", in_path, line_of(open));
+    return n;
+}
+
+static int has_code(size_t a, size_t b)
+{
+    for (size_t i = a; i < b; i++)
+        if (code[i] && !isspace((unsigned char)src[i])) return 1;
+    return 0;
+}
+
+/* Rewrites the launch whose `<<<` is at lt; kernel expression starts at ks. Returns the
+   position after the closing parenthesis of the argument list. */
+static size_t rewrite_launch(size_t ks, size_t lt)
+{
+    size_t i = lt + 3, gt = 0;
+    int depth = 0;
+    for (; i + 2 < n; i++) {
+        if (!code[i]) continue;
+        char c = src[i];
+        if (c == '(' || c == '[' || c == '{') depth++;
+        else if (c == ')' || c == ']' || c == '}') depth--;
+        else if (depth == 0 && c == '>' && src[i + 1] == '>' && src[i + 2] == '>'
+                 && code[i + 1] && code[i + 2]) {
+            gt = i;
+            break;
+        }
+    }
+    if (!gt) die("%s:%d: <<< without a matching >>>", in_path, line_of(lt));
+    size_t po = skip_ws_fwd(gt + 3);
+    if (po >= n || src[po] != '(')
+        die("%s:%d: expected the kernel's argument list after >>>", in_path, line_of(gt));
+    size_t pc = match_close(po);
+
+    fputs("::cuemu::launch(", out);
+    emit_newlines(ks, lt);
+    fputs("::cuemu::cfg(", out);
+    fwrite(src + lt + 3, 1, gt - (lt + 3), out);
+    fputs("), \"", out);
+    emit_flat(out, ks, skip_ws_back(lt), 1);
+    fputs("\", __FILE__, __LINE__, [&](auto &&...cuemu_a_) -> decltype(::cuemu::kaddr("
+          "::cuemu::prio<2>{}, ", out);
+    emit_flat(out, ks, skip_ws_back(lt), 0);
+    fputs(", cuemu_a_...)) { return ::cuemu::kaddr(::cuemu::prio<2>{}, ", out);
+    emit_flat(out, ks, skip_ws_back(lt), 0);
+    fputs(", cuemu_a_...); }, [&](auto &&...cuemu_a_) { ", out);
+    emit_flat(out, ks, skip_ws_back(lt), 0);
+    fputs("(cuemu_a_...); }", out);
+    emit_newlines(gt + 3, po + 1);
+    if (has_code(po + 1, pc)) fputs(", ", out);
+    /* the arguments, verbatim, except that a bare `0` or `NULL` becomes a value that converts
+       to any pointer or number: copied into the launch it would otherwise be an int (or long)
+       that no longer converts to the kernel's pointer parameter */
+    size_t a = po + 1;
+    while (a <= pc) {
+        size_t e = a;
+        depth = 0;
+        for (; e < pc; e++) {
+            if (!code[e]) continue;
+            char c = src[e];
+            if (c == '(' || c == '[' || c == '{') depth++;
+            else if (c == ')' || c == ']' || c == '}') depth--;
+            else if (c == ',' && depth == 0) break;
+        }
+        size_t tb = skip_ws_fwd(a), te = skip_ws_back(e);
+        if (tb < te && ((te - tb == 1 && src[tb] == '0')
+                        || (te - tb == 4 && strncmp(src + tb, "NULL", 4) == 0))) {
+            fwrite(src + a, 1, tb - a, out);
+            fputs("::cuemu::zero_arg()", out);
+            fwrite(src + te, 1, e - te, out);
+        } else {
+            fwrite(src + a, 1, e - a, out);
+        }
+        if (e < pc) fputc(',', out);
+        a = e + 1;
+    }
+    fputs(")", out);
+    return pc + 1;
+}
+
+/* `extern __shared__ DECL;` starting at `ext` (the `extern`); sh = the `__shared__`. */
+static size_t rewrite_extern_shared(size_t ext, size_t sh)
+{
+    size_t semi = sh + 10;
+    int depth = 0;
+    for (; semi < n; semi++) {
+        if (!code[semi]) continue;
+        char c = src[semi];
+        if (c == '(' || c == '[' || c == '{') depth++;
+        else if (c == ')' || c == ']' || c == '}') depth--;
+        else if (c == ';' && depth == 0) break;
+    }
+    if (semi >= n) die("%s:%d: extern __shared__ without ';'", in_path, line_of(ext));
+    /* the declarator: the identifier before the first top-level '[' */
+    size_t br = 0;
+    depth = 0;
+    for (size_t i = sh + 10; i < semi; i++) {
+        if (!code[i]) continue;
+        char c = src[i];
+        if (c == '(') depth++;
+        else if (c == ')') depth--;
+        else if (c == '[' && depth == 0) { br = i; break; }
+    }
+    if (!br) return 0;   /* not an array: leave it to the compiler */
+    size_t ne = skip_ws_back(br), nb = ne;
+    while (nb > 0 && is_id(src[nb - 1])) nb--;
+    if (nb == ne) die("%s:%d: cannot find the name in extern __shared__", in_path, line_of(ext));
+    size_t bc = match_close(br);
+
+    emit_newlines(ext, sh + 10);
+    fwrite(src + sh + 10, 1, nb - (sh + 10), out);   /* type and attributes */
+    fputs("(*const ", out);
+    fwrite(src + nb, 1, ne - nb, out);
+    fputs(")", out);
+    emit_newlines(ne, bc + 1);
+    fwrite(src + bc + 1, 1, semi - (bc + 1), out);   /* further dimensions: [32] */
+    fputs(" = ::cuemu::dsmem(\"", out);
+    fwrite(src + nb, 1, ne - nb, out);
+    fputs("\");", out);
+    return semi + 1;
+}
+
+static int word_at(size_t i, const char *w);
+
+/* 1 when position i lies on a preprocessor directive line (continuations included). */
+static int in_directive(size_t i)
+{
+    size_t b = i;
+    for (;;) {
+        while (b > 0 && src[b - 1] != '\n') b--;
+        if (b >= 2 && src[b - 2] == '\\') { b -= 2; continue; }
+        break;
+    }
+    while (b < i && (src[b] == ' ' || src[b] == '\t')) b++;
+    return src[b] == '#';
+}
+
+/* `__shared__` (not extern) at sh: becomes `static` (unless the declaration says it already),
+   and each declared name is registered for poisoning. Returns the position after the ';'. */
+static size_t rewrite_static_shared(size_t sh)
+{
+    size_t semi = sh + 10, b = sh;
+    int depth = 0, has_static = 0;
+    while (b > 0 && !(code[b - 1] && (src[b - 1] == ';' || src[b - 1] == '{'
+                                      || src[b - 1] == '}' || src[b - 1] == ')')))
+        b--;
+    for (size_t k = b; k < sh; k++)
+        if (word_at(k, "static")) has_static = 1;
+    for (; semi < n; semi++) {
+        if (!code[semi]) continue;
+        char c = src[semi];
+        if (c == '(' || c == '[' || c == '{') depth++;
+        else if (c == ')' || c == ']' || c == '}') depth--;
+        else if (c == ';' && depth == 0) break;
+    }
+    if (semi >= n) die("%s:%d: __shared__ declaration without ';'", in_path, line_of(sh));
+    fputs(has_static ? "" : "static", out);
+    fwrite(src + sh + 10, 1, semi + 1 - (sh + 10), out);
+    /* the declarators: split at top-level commas; each name is the last identifier before
+       its first top-level '[', '=' or '{' (or before the end) */
+    size_t start = sh + 10;
+    while (start < semi) {
+        size_t end = start, stop = 0;
+        depth = 0;
+        for (; end < semi; end++) {
+            if (!code[end]) continue;
+            char c = src[end];
+            if (c == '(' || c == '[' || c == '{') {
+                if (depth == 0 && !stop && c != '(') stop = end;
+                depth++;
+            } else if (c == ')' || c == ']' || c == '}') {
+                depth--;
+            } else if (c == '=' && depth == 0 && !stop) {
+                stop = end;
+            } else if (c == ',' && depth == 0) {
+                break;
+            }
+        }
+        size_t ne = skip_ws_back(stop ? stop : end), nb = ne;
+        while (nb > start && is_id(src[nb - 1])) nb--;
+        if (nb < ne) {
+            fprintf(out, " static ::cuemu::shared_reg cuemu_shared_reg_%.*s_%d("
+                    "__builtin_addressof(%.*s), sizeof(%.*s));", (int)(ne - nb), src + nb,
+                    line_of(sh), (int)(ne - nb), src + nb, (int)(ne - nb), src + nb);
+        }
+        start = end + 1;
+    }
+    return semi + 1;
+}
+
+static int word_at(size_t i, const char *w)
+{
+    size_t l = strlen(w);
+    if (i + l > n || strncmp(src + i, w, l) != 0) return 0;
+    if (i > 0 && is_id(src[i - 1])) return 0;
+    if (i + l < n && is_id(src[i + l])) return 0;
+    for (size_t k = 0; k < l; k++)
+        if (!code[i + k]) return 0;
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: cuemu-rewrite IN.cu OUT.cpp\n");
+        return 2;
+    }
+    in_path = argv[1];
+    FILE *f = fopen(argv[1], "rb");
+    if (!f) die("cannot read %s", argv[1]);
+    size_t cap = 1 << 16;
+    char *buf = (char *)malloc(cap);
+    n = 0;
+    for (;;) {
+        if (!buf) die("out of memory");
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (n < cap) break;
+        cap *= 2;
+        buf = (char *)realloc(buf, cap);
+    }
+    fclose(f);
+    src = buf;
+    classify();
+
+    /* written to a temporary and renamed: make never sees a half-written output */
+    size_t ol = strlen(argv[2]);
+    char *tmp = (char *)malloc(ol + 8);
+    if (!tmp) die("out of memory");
+    snprintf(tmp, ol + 8, "%s.tmp", argv[2]);
+    out = fopen(tmp, "wb");
+    if (!out) die("cannot write %s", tmp);
+
+    fputs("#line 1 \"", out);
+    for (const char *p = argv[1]; *p; p++) {
+        if (*p == '"' || *p == '\\') fputc('\\', out);
+        fputc(*p, out);
+    }
+    fputs("\"\n", out);
+
+    size_t copied = 0;
+    for (size_t i = 0; i + 2 < n; i++) {
+        if (!code[i]) continue;
+        if (src[i] == '<' && src[i + 1] == '<' && src[i + 2] == '<' && code[i + 1] && code[i + 2]) {
+            size_t ks = kernel_start(i);
+            if (ks < copied) die("%s:%d: overlapping launches", in_path, line_of(i));
+            fwrite(src + copied, 1, ks - copied, out);
+            copied = rewrite_launch(ks, i);
+            i = copied - 1;
+        } else if (src[i] == '_' && word_at(i, "__shared__") && !in_directive(i)) {
+            fwrite(src + copied, 1, i - copied, out);
+            copied = rewrite_static_shared(i);
+            i = copied - 1;
+        } else if (src[i] == 'e' && word_at(i, "extern")) {
+            size_t j = skip_ws_fwd(i + 6);
+            if (word_at(j, "__shared__")) {
+                fwrite(src + copied, 1, i - copied, out);
+                size_t next = rewrite_extern_shared(i, j);
+                if (next) {
+                    copied = next;
+                    i = copied - 1;
+                } else {
+                    copied = i;
+                }
+            }
+        }
+    }
+    fwrite(src + copied, 1, n - copied, out);
+    if (fclose(out) != 0) die("cannot write %s", tmp);
+    if (rename(tmp, argv[2]) != 0) die("cannot rename %s to %s", tmp, argv[2]);
+    free(tmp);
+    free(code);
+    free(buf);
+    return 0;
+}

@@ -1,0 +1,85 @@
+# SPDX-License-Identifier: MIT
+"""The rewriter keeps every line where it was, and compiler errors point at the .cu file.
+
+usage: rewrite_lines.py CUEMU_REWRITE REPO_ROOT
+For every .cu in the repository: the output has one more line (the #line directive) and every
+input line that is not part of a launch or an extern __shared__ declaration comes out unchanged
+on the same line. Then a file with an error after a multi-line launch must be reported by the
+compiler at the .cu file's own line.
+"""
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def launch_lines(lines):
+    """Indices of lines a rewrite may change: from a kernel name to the `>>>` line, the line
+    with the closing parenthesis of the argument list, and extern __shared__ lines."""
+    allowed = set()
+    for i, line in enumerate(lines):
+        if "<<<" in line or ">>>" in line or "__shared__" in line:
+            allowed.update({i - 2, i - 1, i, i + 1})
+    return allowed
+
+
+def check_file(tool, path):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out.cpp")
+        subprocess.run([tool, path, out], check=True)
+        src = open(path, encoding="utf-8", errors="replace").read().split("\n")
+        got = open(out, encoding="utf-8", errors="replace").read().split("\n")
+    errors = []
+    if not got[0].startswith('#line 1 "'):
+        errors.append(f"{path}: first line is not #line 1")
+    got = got[1:]
+    if len(got) != len(src):
+        return [f"{path}: {len(src)} lines in, {len(got)} out"]
+    allowed = launch_lines(src)
+    for i, (a, b) in enumerate(zip(src, got)):
+        if a != b and i not in allowed:
+            # lines inside a multi-line argument list stay verbatim; others must not change
+            errors.append(f"{path}:{i + 1}: changed outside a launch:\n  in:  {a}\n  out: {b}")
+    return errors
+
+
+def check_line_directive(tool, cxx, root):
+    bad = (
+        "__global__ void k(int *p) { p[threadIdx.x] = 1; }\n"
+        "int main() {\n"
+        "  int *p = 0;\n"
+        "  k<<<1,\n"
+        "      32>>>(p);\n"
+        "  int x = undeclared_name;\n"
+        "  return x;\n"
+        "}\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        cu = os.path.join(tmp, "bad.cu")
+        out = os.path.join(tmp, "bad.cpp")
+        open(cu, "w").write(bad)
+        subprocess.run([tool, cu, out], check=True)
+        r = subprocess.run([cxx, "-std=c++17", "-fsyntax-only", "-I" + os.path.join(root, "emu/include"),
+                            "-include", "cuda_runtime.h", out], capture_output=True, text=True)
+        if r.returncode == 0 or f"{cu}:6:" not in r.stderr:
+            return [f"compiler error not reported at bad.cu:6:\n{r.stderr[:2000]}"]
+    return []
+
+
+def main():
+    tool, root = sys.argv[1], sys.argv[2]
+    files = sorted(glob.glob(os.path.join(root, "**", "*.cu"), recursive=True))
+    files = [f for f in files if "/build/" not in f]
+    errors = []
+    for f in files:
+        errors += check_file(tool, f)
+    errors += check_line_directive(tool, os.environ.get("CXX", "g++"), root)
+    for e in errors:
+        print(e)
+    print(f"rewrite_lines: {len(files)} files, {'FAILED' if errors else 'passed'}")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

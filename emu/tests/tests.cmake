@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: MIT
+# The emulator's own tests, included by tests/CMakeLists.txt with REPO_ROOT, BUILD_DIR and
+# PYTHON set. `make emu-tests` builds every executable registered here, under
+# ${BUILD_DIR}/emu/tests/<dir>/<name>. Each exits 0 on success, 77 when it cannot run here.
+#   emu/core/<name>      device-side features; run in forward, reverse and seeded random order
+#   emu/bugs/<name>      planted bugs: each must be caught with its expected message
+#   emu/runtime/<name>   the runtime API half (registered by glob), and emu/parity
+
+set(EMU_TEST_BIN "${BUILD_DIR}/emu/tests")
+
+# Core tests: every thread order must give the same, right answers.
+file(GLOB EMU_CORE_TESTS "${REPO_ROOT}/emu/tests/core/*.cu")
+list(SORT EMU_CORE_TESTS)
+foreach(src ${EMU_CORE_TESTS})
+  get_filename_component(name "${src}" NAME_WE)
+  foreach(order forward reverse random:7)
+    string(REPLACE ":" "" tag "${order}")
+    add_test(NAME "emu/core/${name}/${tag}" COMMAND "${EMU_TEST_BIN}/core/${name}"
+             WORKING_DIRECTORY "${REPO_ROOT}")
+    set_tests_properties("emu/core/${name}/${tag}" PROPERTIES
+      TIMEOUT 120 SKIP_RETURN_CODE 77 LABELS "emu"
+      ENVIRONMENT "CUEMU_ORDER=${order}")
+  endforeach()
+endforeach()
+
+# Planted bugs: the program checks the diagnostic itself (and exits 0 only when caught); the
+# regular expression proves, independently, that the message reached the output and that the
+# program reached its end. CMake's '.' matches newlines, so ".*" spans lines.
+set(EMU_BUG_off_by_one
+    "out-of-bounds write of global memory in kernel off_by_one_kernel, block \\(4,0,0\\), thread \\(0,0,0\\) at [^ ]*off_by_one.cu:14: .* 4096-byte allocation made at [^ ]*off_by_one.cu:23.*off_by_one: passed")
+set(EMU_BUG_missing_guard
+    "out-of-bounds read of global memory in kernel scale_kernel.*write past the end of the allocation made at [^ ]*missing_guard.cu.*missing_guard: passed")
+set(EMU_BUG_missing_sync
+    "caught: missing __syncthreads in the reduction.*caught: missing __syncthreads in the shift.*missing_sync: passed")
+set(EMU_BUG_host_pointer
+    "argument 0 of kernel fill_kernel \\(launched at [^ ]*host_pointer.cu:[0-9]+\\) is a host pointer.*host_pointer: passed")
+set(EMU_BUG_divergent_barrier
+    "deadlock in kernel early_return_kernel.*divergent __syncthreads.*100 threads wait at __syncthreads [^ ]*divergent_barrier.cu:[0-9]+.*28 threads exited.*deadlock in kernel two_sites_kernel.*divergent_barrier: passed")
+set(EMU_BUG_uninit_shared
+    "caught: 128 reads of uninitialised shared memory gave NaN.*caught: block 1 read poison.*uninit_shared: passed")
+set(EMU_BUG_smem_overflow
+    "dynamic shared memory overflow in kernel fill_tile_kernel.*extern __shared__ 'tile'.*dynamic shared memory overflow in kernel bytes_kernel.*'buf'.*smem_overflow: passed")
+
+file(GLOB EMU_BUG_TESTS "${REPO_ROOT}/emu/tests/bugs/*.cu")
+list(SORT EMU_BUG_TESTS)
+foreach(src ${EMU_BUG_TESTS})
+  get_filename_component(name "${src}" NAME_WE)
+  if(NOT DEFINED EMU_BUG_${name})
+    message(FATAL_ERROR "emu/tests/bugs/${name}.cu has no expected message in tests.cmake")
+  endif()
+  add_test(NAME "emu/bugs/${name}" COMMAND "${EMU_TEST_BIN}/bugs/${name}"
+           WORKING_DIRECTORY "${REPO_ROOT}")
+  set_tests_properties("emu/bugs/${name}" PROPERTIES
+    TIMEOUT 60 SKIP_RETURN_CODE 77 LABELS "emu"
+    PASS_REGULAR_EXPRESSION "${EMU_BUG_${name}}")
+endforeach()
+
+# The runtime half: every emu/tests/runtime/*.cu and emu/tests/parity.cu must exit 0.
+file(GLOB EMU_RUNTIME_TESTS "${REPO_ROOT}/emu/tests/runtime/*.cu")
+list(SORT EMU_RUNTIME_TESTS)
+foreach(src ${EMU_RUNTIME_TESTS})
+  get_filename_component(name "${src}" NAME_WE)
+  add_test(NAME "emu/runtime/${name}" COMMAND "${EMU_TEST_BIN}/runtime/${name}"
+           WORKING_DIRECTORY "${REPO_ROOT}")
+  set_tests_properties("emu/runtime/${name}" PROPERTIES
+    TIMEOUT 60 SKIP_RETURN_CODE 77 LABELS "emu")
+endforeach()
+if(EXISTS "${REPO_ROOT}/emu/tests/parity.cu")
+  add_test(NAME "emu/parity" COMMAND "${EMU_TEST_BIN}/parity" WORKING_DIRECTORY "${REPO_ROOT}")
+  set_tests_properties("emu/parity" PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77 LABELS "emu")
+endif()
+
+# The rewriter on its own: its output must keep every line of the input on the same line.
+if(EXISTS "${REPO_ROOT}/emu/tests/core/rewrite_lines.py")
+  add_test(NAME "emu/rewrite/lines"
+           COMMAND "${PYTHON}" "${REPO_ROOT}/emu/tests/core/rewrite_lines.py"
+                   "${BUILD_DIR}/emu/cuemu-rewrite" "${REPO_ROOT}"
+           WORKING_DIRECTORY "${REPO_ROOT}")
+  set_tests_properties("emu/rewrite/lines" PROPERTIES TIMEOUT 60 LABELS "emu")
+endif()
