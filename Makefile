@@ -51,7 +51,7 @@ endif
 # Required nvcc flags live here, not in NVCCFLAGS, so `make NVCCFLAGS="-G -O0"` cannot drop them.
 TUT_NVCC  := -std=c++17 -arch=$(ARCH) -Icommon -Xcompiler -fPIC
 # The emulator's build rules and flags (EMU_REWRITE, EMU_RUNTIME, EMU_CXXFLAGS, EMU_LDLIBS).
--include emu/emu.mk
+include emu/emu.mk
 
 LIBS_gpu  = $(CHAPTERS:%=$(BUILD)/gpu/chapters/lib%.so) $(SOLVED:%=$(BUILD)/gpu/solutions/lib%.so)
 LIBS_cpu  = $(CHAPTERS:%=$(BUILD)/cpu/chapters/lib%.so) $(SOLVED:%=$(BUILD)/cpu/solutions/lib%.so)
