@@ -736,10 +736,10 @@ def bench(lib):
           f"time a pinned copy moves {alloc_us[1] * 1e-6 * ceiling * 1e9 / MiB:.0f} MiB")
 
     # The pipeline: the same chunks on 1 stream (serial) and on 4 (overlapped), pinned arrays.
-    # 1 GiB on a GPU: the pipeline's fill and drain (the first copy in, the last copy out)
-    # are then a small part of the run.
-    n = (1024 * MiB if gpu else top) // 4
-    chunk = (8 * MiB if gpu else 128 * KiB) // 4
+    # 2 GiB in 16 MiB chunks on a GPU: the pipeline's fill and drain (the first copy in, the
+    # last copy out) and the gaps between copies are then a small part of the run.
+    n = (2048 * MiB if gpu else top) // 4
+    chunk = (16 * MiB if gpu else 128 * KiB) // 4
     with PinnedArray(lib, n) as h_x, PinnedArray(lib, n) as h_y:
         h_x.array[:] = random_f32(rng, n)
         ms = {}

@@ -497,8 +497,10 @@ cudaError_t cuemu_mallocManaged_at(const char *file, int line, void **devPtr, si
                                    unsigned int flags)
 {
     RT_ENTER();
-    if (!devPtr || size == 0) return rt_err(cudaErrorInvalidValue);
+    if (!devPtr) return rt_err(cudaErrorInvalidValue);
     if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost) return rt_err(cudaErrorInvalidValue);
+    /* Size 0 succeeds on an H200 with CUDA 13.0 (measured 2026-11-30), as cudaMalloc does. */
+    if (size == 0) { *devPtr = NULL; return cudaSuccess; }
     return rt_err(device_alloc(devPtr, size, CUEMU_MEM_MANAGED, file, line));
 }
 
@@ -612,8 +614,13 @@ cudaError_t (cudaHostRegister)(void *ptr, size_t size, unsigned int flags)
     rt_lock();
     rt_block *o = registry_overlap((const char *)ptr, size);
     if (o) {
-        if (o->kind == CUEMU_MEM_HOST_REGISTERED || o->kind == CUEMU_MEM_HOST_PINNED) {
+        if (o->kind == CUEMU_MEM_HOST_REGISTERED) {
             e = cudaErrorHostMemoryAlreadyRegistered;
+        } else if (o->kind == CUEMU_MEM_HOST_PINNED) {
+            /* cudaMallocHost memory: an H200 said cudaErrorInvalidValue (2026-11-30) */
+            cuemu_diag("cudaHostRegister(%p, %zu): the range is cudaMallocHost memory (allocated "
+                       "at %s:%d), pinned already", ptr, size, site_file(o->file), o->line);
+            e = cudaErrorInvalidValue;
         } else {
             cuemu_diag("cudaHostRegister(%p, %zu): the range overlaps %s allocated at %s:%d",
                        ptr, size, kind_name(o->kind), site_file(o->file), o->line);
@@ -1057,6 +1064,9 @@ cudaError_t (cudaMemAdvise)(const void *devPtr, size_t count, enum cudaMemoryAdv
     cudaError_t e = cudaSuccess;
     if (advice != cudaMemAdviseSetReadMostly && advice != cudaMemAdviseUnsetReadMostly)
         e = check_location(location);
+    /* An H200 with CUDA 13.0 answered a bad device here with cudaErrorInvalidValue (while
+       cudaMemPrefetchAsync says cudaErrorInvalidDevice), measured 2026-11-30. */
+    if (e == cudaErrorInvalidDevice) e = cudaErrorInvalidValue;
     if (e == cudaSuccess) e = check_managed(devPtr, count, "cudaMemAdvise");
     if (e != cudaSuccess) return rt_err(e);
     /* Kept per allocation, not per page: advice on part of an allocation applies to all of it. */

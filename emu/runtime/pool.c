@@ -251,7 +251,8 @@ cudaError_t (cudaMemPoolCreate)(cudaMemPool_t *memPool, const struct cudaMemPool
     if (!memPool || !poolProps) return rt_err(cudaErrorInvalidValue);
     if (poolProps->allocType != cudaMemAllocationTypePinned) return rt_err(cudaErrorInvalidValue);
     if (poolProps->location.type != cudaMemLocationTypeDevice) return rt_err(cudaErrorInvalidValue);
-    if (poolProps->location.id != 0) return rt_err(cudaErrorInvalidDevice);
+    /* a device that does not exist: cudaErrorInvalidValue on an H200 (measured 2026-11-30) */
+    if (poolProps->location.id != 0) return rt_err(cudaErrorInvalidValue);
     if ((unsigned)poolProps->handleTypes & ~(unsigned)cudaMemHandleTypePosixFileDescriptor)
         return rt_err(cudaErrorNotSupported);
     rt_pool *p = (rt_pool *)calloc(1, sizeof *p);
