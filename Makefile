@@ -62,7 +62,7 @@ RESULTS   := $(BUILD)/results/$(B)
 .DELETE_ON_ERROR:
 
 # --- building -----------------------------------------------------------------------------------
-all: $(LIBS_$(B)) $(BUILD)/BACKEND ## build every chapter, exercises and solutions (BACKEND=$(B))
+all: $(LIBS_$(B)) $(BUILD)/BACKEND ## build every chapter, exercises and solutions, for BACKEND
 
 # Python reads this to know which backend `make` built when a driver is run by hand.
 $(BUILD)/BACKEND: FORCE
@@ -119,13 +119,15 @@ bench: all python ## every chapter's --bench on the solutions (real numbers need
 # fails only its own exercise. The summary is read from the JSON results, not from stdout.
 # CTest runs from another directory: give it the interpreter's absolute path.
 PY_ABS     = $(if $(findstring /,$(PY)),$(abspath $(PY)),$(shell command -v $(PY)))
+# `make check CH=01` checks one chapter (each chapter's tests carry its name as a CTest label).
+CH_LABEL   = $(if $(filter command line,$(origin CH)),-L '^$(notdir $(CH_DIR))$$$$')
 ctest_run = cmake -S tests -B $(BUILD)/tests/$(1) -DMODE=$(1) -DBACKEND=$(B) -DPYTHON=$(PY_ABS) -DBUILD_DIR=$(abspath $(BUILD)) >/dev/null && \
 	rm -rf $(RESULTS)/$(1) && \
-	{ ctest --test-dir $(BUILD)/tests/$(1) --output-on-failure --output-junit junit.xml $(CTEST_ARGS); rc=$$?; \
+	{ ctest --test-dir $(BUILD)/tests/$(1) --output-on-failure --output-junit junit.xml $(CH_LABEL) $(CTEST_ARGS); rc=$$?; \
 	  $(PY) tools/summary.py $(RESULTS)/$(1); exit $$rc; }
 
 # -k: a chapter that does not compile fails its own tests; the other chapters are still checked.
-check: cmake-present python ## your exercises: build, test each one, print a summary
+check: cmake-present python ## your exercises: build, test each one, print a summary (CH=01: one chapter)
 	@$(MAKE) --no-print-directory -k all || echo "*** some chapters did not compile (errors above): their tests fail below"
 	@$(call ctest_run,student)
 
@@ -159,7 +161,7 @@ clean: ## remove build/
 
 help: ## this list
 	@echo "make [target] [BACKEND=gpu|cpu|auto] [CH=NN] [ARGS=...]   (BACKEND now resolves to $(B))"
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]*):.*## (.*)/  \1\t\2/' | expand -t 20
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]*):.*## (.*)/  \1\t\2/' | expand -t 20
 	@echo "variables: BACKEND ARCH NVCC NVCCFLAGS PYTHON CH ARGS BUILD CTEST_ARGS"
 
 # --- prerequisites, each with one line saying what to install -------------------------------

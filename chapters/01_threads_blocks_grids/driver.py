@@ -118,8 +118,11 @@ def test_ids(ctx):
     if ctx.backend == "gpu":
         shapes.append(((5000, 3, 1), (256, 1, 1)))
     for grid, block in shapes:
-        tut.assert_equal(record_ids(ctx.lib, grid, block), reference_ids(grid, block),
-                         name=f"ids of <<<{grid}, {block}>>>")
+        # one row per thread, in linear-id order: (threadIdx.x/y/z, blockIdx.x/y/z)
+        tut.assert_equal(record_ids(ctx.lib, grid, block).reshape(-1, 6),
+                         reference_ids(grid, block).reshape(-1, 6),
+                         name=f"ids of <<<{grid}, {block}>>> (row = linear thread id, columns = "
+                              f"threadIdx.x,y,z, blockIdx.x,y,z)")
 
 
 @CH.exercise(2, "vector_add_kernel: c = a + b with the bounds guard")
