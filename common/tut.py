@@ -531,16 +531,12 @@ class Chapter:
             lib = load_chapter(self.name)
         except FileNotFoundError as e:
             print(f"ERROR: {e}", file=sys.stderr)
+            self._write_unrun(args, "ERROR", str(e), backend())   # graders see why, per test
             return EXIT_FAIL
         skip = self._cannot_run(lib)
         if skip:
             print(f"SKIP: {skip}")
-            if args.json and not args.bench:   # graders see why, per test
-                self._write_json(args.json, [
-                    {"id": t["id"], "title": t["title"], "exercise": t["exercise"],
-                     "status": "SKIP", "message": skip, "seed": None, "seconds": 0.0,
-                     "backend": lib.backend, "tree": tree(), "order": ""}
-                    for t in self._selected(args)])
+            self._write_unrun(args, "SKIP", skip, lib.backend)
             return EXIT_SKIP
         if warm_up is not None and not args.bench:
             warm_up(lib)
@@ -569,6 +565,15 @@ class Chapter:
     def _selected(self, args):
         wanted = set(args.only.split(",")) if args.only else None
         return [t for t in self.tests if wanted is None or t["id"] in wanted]
+
+    def _write_unrun(self, args, status, message, which_backend):
+        """Results for tests that could not run at all, when --json asks for them."""
+        if args.json and not args.bench:
+            self._write_json(args.json, [
+                {"id": t["id"], "title": t["title"], "exercise": t["exercise"],
+                 "status": status, "message": message, "seed": None, "seconds": 0.0,
+                 "backend": which_backend, "tree": tree(), "order": ""}
+                for t in self._selected(args)])
 
     @staticmethod
     def _write_json(path, results):
