@@ -426,6 +426,19 @@ def _device_words(lib):
 
 
 # ---- the test harness ------------------------------------------------------------------------
+def _first_failure(e):
+    """The failure that started it all. After a fault inside a kernel every later CUDA call
+    fails too, so the `with` blocks that free buffers on the way out raise again; Python keeps
+    the earlier exception as __context__. Report the first one: it names the culprit (and
+    carries the emulator's diagnostic)."""
+    first = e
+    while e.__context__ is not None:
+        e = e.__context__
+        if isinstance(e, (CudaError, AssertionError, ExerciseNotDone, Skip)):
+            first = e
+    return first
+
+
 class Context:
     """What a test function gets: the library, a seeded generator, and the sizes to try."""
 
@@ -487,14 +500,16 @@ class Chapter:
                 status, message = "FAIL", (f"device memory leak: {leaked} bytes still in use "
                                            f"after the test (every cudaMalloc needs its cudaFree, "
                                            f"on error paths too)")
-        except ExerciseNotDone as e:
-            status, message = "NOT DONE", str(e)
-        except Skip as e:
-            status, message = "SKIP", str(e)
-        except (AssertionError, CudaError) as e:
-            status, message = "FAIL", f"{type(e).__name__}: {e}"
-        except Exception as e:  # a bug in the test or the driver: show everything
-            status, message = "ERROR", "".join(traceback.format_exception(e)).rstrip()
+        except Exception as e:
+            root = _first_failure(e)
+            if isinstance(root, ExerciseNotDone):
+                status, message = "NOT DONE", str(root)
+            elif isinstance(root, Skip):
+                status, message = "SKIP", str(root)
+            elif isinstance(root, (AssertionError, CudaError)):
+                status, message = "FAIL", f"{type(root).__name__}: {root}"
+            else:  # a bug in the test or the driver: show everything
+                status, message = "ERROR", "".join(traceback.format_exception(e)).rstrip()
         if status == "FAIL" and test["exercise"] and tree() == "chapters":
             where = self.todo_location(test["id"])
             if where:

@@ -88,6 +88,21 @@ class Harness(unittest.TestCase):
         self.assertEqual(code(self.results([(True, "ERROR")]), True), 1)
         self.assertEqual(code(self.results([(True, "FAIL"), (False, "FAIL")]), True), 1)
 
+    def test_the_first_failure_is_reported(self):
+        def test(ctx):
+            try:
+                raise tut.CudaError(700, "cudaErrorIllegalAddress", "in the kernel")
+            finally:   # cleanup that fails again, as every call does after a kernel fault
+                raise tut.CudaError(700, "cudaErrorIllegalAddress", "in cudaFree")
+        ch = tut.Chapter(7, "07_x")
+        ch.exercise(1, "t")(test)
+        lib = type("Lib", (), {"backend": "cpu", "mem_used": lambda self: 0,
+                               "synchronize": lambda self: 0})()
+        r = ch.run_test(ch.tests[0], lib, seed=1)
+        self.assertEqual(r["status"], "FAIL")
+        self.assertIn("in the kernel", r["message"])
+        self.assertNotIn("in cudaFree", r["message"])
+
     def test_ids_are_unique(self):
         ch = tut.Chapter(7, "07_x")
         ch.exercise(1, "a")(lambda ctx: None)
