@@ -16,6 +16,7 @@
   measured in the same run.
 """
 import argparse
+import contextlib
 import ctypes
 import json
 import os
@@ -376,6 +377,60 @@ def _raise_mismatch(name, got, want, bad, rule, show):
             poison is not None and np.array_equal(g, poison)) else ""
         lines.append(f"  {_format_index(i, got.shape)}: got {g.item()!r}, want {w.item()!r}{note}")
     raise AssertionError("\n".join(lines))
+
+
+def expect_raises(exc_type, fn, what):
+    """fn() must raise exc_type (a bad argument refused, a use after free...). Returns it."""
+    try:
+        fn()
+    except exc_type as e:
+        return e
+    raise AssertionError(f"{what}: no {exc_type.__name__} raised")
+
+
+def expect_cuda_error(lib, name, fn, what, clear=True):
+    """fn() must raise CudaError `name`, the real CUDA error. With clear=True the runtime's last
+    error is consumed afterwards, as a program that handled the error would do, so no later
+    launch check trips over it; clear=False leaves that to the code under test."""
+    e = expect_raises(CudaError, fn, f"{what} (want {name})")
+    if e.name != name:
+        raise AssertionError(f"{what}: got {e.name}, want {name}") from e
+    if clear:
+        lib.clear_last_error()
+    return e
+
+
+@contextlib.contextmanager
+def device_ballast(lib, leave_free):
+    """Fill the device with one raw allocation (nothing written) so that only about
+    `leave_free` bytes stay free: how tests make "more than the device has" happen at a size
+    the machine can hold in host memory. Yields the free bytes cudaMemGetInfo then reports;
+    raises Skip when the device cannot be filled (another process holds memory)."""
+    free, _ = lib.mem_info()
+    size, handle = free - leave_free, ctypes.c_void_p()
+    while size > 0:
+        try:
+            lib.malloc_raw(ctypes.byref(handle), size)
+            break
+        except CudaError as e:   # another process took some meanwhile: ask for less
+            if e.name != "cudaErrorMemoryAllocation":
+                raise
+            lib.clear_last_error()
+            size -= 64 << 20
+    try:
+        now_free, _ = lib.mem_info()
+        if now_free > 4 * leave_free:
+            raise Skip(f"could not fill the device: {now_free} bytes still free")
+        yield now_free
+    finally:
+        if handle.value:
+            lib.free_raw(handle.value)
+
+
+def random_f32(rng, *shape, scale=3.0, offset=0.5):
+    """Random float32 inputs, asymmetric and never all zero, so that a kernel that swaps two
+    operands or forgets an index gives a visibly wrong answer."""
+    return (rng.standard_normal(shape) * scale + offset).astype(np.float32)
 
 
 def poisoned(shape, dtype):

@@ -49,6 +49,21 @@ static inline cudaError_t tut_timer_elapsed_ms(tut_timer *t, float *ms)
     return err;
 }
 
+/* Ends repetition i of a timed loop that starts at i = -1, the untimed warm-up:
+       for (int i = -1; i < reps; i++) {
+           CUDA_CHECK(tut_timer_start(&t, stream));
+           ... the work ...
+           CUDA_CHECK(tut_timer_lap(&t, i, times_ms));
+       }
+   stops the timer and, from i = 0 on, stores that repetition's time in times_ms[i]. */
+static inline cudaError_t tut_timer_lap(tut_timer *t, int i, float *times_ms)
+{
+    cudaError_t err = tut_timer_stop(t);
+    if (err == cudaSuccess && i >= 0)
+        err = tut_timer_elapsed_ms(t, &times_ms[i]);
+    return err;
+}
+
 static inline void tut_timer_free(tut_timer *t)
 {
     if (t->start) cudaEventDestroy(t->start);

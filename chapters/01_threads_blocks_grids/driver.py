@@ -105,9 +105,6 @@ def reference_ids(grid, block):
     return out.astype(np.int32)
 
 
-def random_f32(rng, *shape):
-    # asymmetric, never all zero: a kernel that swaps a and b or forgets an index shows
-    return (rng.standard_normal(shape) * 3 + 0.5).astype(np.float32)
 
 
 # ---- tests --------------------------------------------------------------------------------------
@@ -129,7 +126,7 @@ def test_ids(ctx):
 def test_vector_add(ctx):
     for n in ctx.sizes(256):
         for block in (256, 96):
-            a, b = random_f32(ctx.rng, n), random_f32(ctx.rng, n)
+            a, b = tut.random_f32(ctx.rng, n), tut.random_f32(ctx.rng, n)
             tut.assert_close(vector_add(ctx.lib, a, b, block),
                              a.astype(np.float64) + b, rtol=1e-6, atol=1e-30,
                              name=f"vector_add n={n} block={block}")
@@ -152,8 +149,8 @@ def test_matrix(ctx):
         shapes.append((3001, 4099))
     for height, width in shapes:
         for block in ((16, 16), (32, 4), (8, 32)):
-            m = random_f32(ctx.rng, height, width)
-            r, c = random_f32(ctx.rng, height), random_f32(ctx.rng, width)
+            m = tut.random_f32(ctx.rng, height, width)
+            r, c = tut.random_f32(ctx.rng, height), tut.random_f32(ctx.rng, width)
             want = m.astype(np.float64) * r[:, None] + c[None, :]
             tut.assert_close(matrix_scale_shift(ctx.lib, m, r, c, block), want,
                              rtol=1e-5, atol=1e-5, name=f"{height}x{width} block={block}")
@@ -163,7 +160,7 @@ def test_matrix(ctx):
 def test_grid_stride(ctx):
     for n in ctx.sizes(256):
         for blocks, block in ((1, 32), (3, 128), (7, 96), (4096, 256)):
-            x, y = random_f32(ctx.rng, n), random_f32(ctx.rng, n)
+            x, y = tut.random_f32(ctx.rng, n), tut.random_f32(ctx.rng, n)
             a = np.float32(ctx.rng.uniform(0.5, 2.0))
             want = np.float64(a) * x + y
             tut.assert_close(saxpy_grid_stride(ctx.lib, a, x, y, blocks, block), want,
@@ -178,14 +175,8 @@ def test_errors(ctx):
     for grid, block in (((1, 1, 1), (1025, 1, 1)), ((1, 1, 1), (0, 1, 1)),
                         ((1, 70000, 1), (32, 1, 1)), ((1, 1, 1), (32, 32, 2)),
                         ((1, 1, 1), (1, 1, 65))):
-        try:
-            api.launch_empty(*grid, *block)
-        except tut.CudaError as e:
-            if e.name != "cudaErrorInvalidValue":
-                raise AssertionError(f"<<<{grid}, {block}>>> gave {e.name}, "
-                                     f"want cudaErrorInvalidValue") from e
-        else:
-            raise AssertionError(f"<<<{grid}, {block}>>> launched without an error")
+        tut.expect_cuda_error(ctx.lib, "cudaErrorInvalidValue",
+                              lambda: api.launch_empty(*grid, *block), f"<<<{grid}, {block}>>>")
         api.launch_empty(1, 1, 1, 1024, 1, 1)   # not sticky: the next launch works
     a = np.ones(10, np.float32)
     for bad, exc in ((lambda: vector_add(ctx.lib, a.astype(np.float64), a), TypeError),
@@ -193,21 +184,12 @@ def test_errors(ctx):
                      (lambda: vector_add(ctx.lib, np.ones(20, np.float32)[::2], a), ValueError),
                      (lambda: vector_add(ctx.lib, a.tolist(), a), TypeError),
                      (lambda: vector_add(ctx.lib, a, a, block=-1), ValueError)):
-        try:
-            bad()
-        except exc:
-            pass
-        else:
-            raise AssertionError(f"no {exc.__name__} for a bad argument")
+        tut.expect_raises(exc, bad, "a bad argument to vector_add")
     empty = np.empty(0, np.float32)
     assert vector_add(ctx.lib, empty, empty).size == 0   # n = 0: no launch, no error
     # Far beyond device memory: cudaErrorMemoryAllocation, not sticky, nothing leaked.
-    try:
-        tut.DeviceBuffer(ctx.lib, 1 << 50)
-    except tut.CudaError as e:
-        assert e.name == "cudaErrorMemoryAllocation", e.name
-    else:
-        raise AssertionError("a 1 PiB cudaMalloc succeeded")
+    tut.expect_cuda_error(ctx.lib, "cudaErrorMemoryAllocation",
+                          lambda: tut.DeviceBuffer(ctx.lib, 1 << 50), "a 1 PiB cudaMalloc")
     with tut.DeviceBuffer.from_array(ctx.lib, a) as d_a:   # and the next calls work
         api.launch_empty(1, 1, 1, 32, 1, 1)
         tut.assert_equal(d_a.download(np.float32, a.shape), a)
@@ -232,7 +214,7 @@ def bench(lib):
     b = tut.Bench(lib, "01 vector add")
     n = (1 << 28) if lib.backend == "gpu" else (1 << 20)
     rng = np.random.default_rng(1)
-    a, x = random_f32(rng, n), random_f32(rng, n)
+    a, x = tut.random_f32(rng, n), tut.random_f32(rng, n)
     ceiling = b.d2d_copy_gbps(4 * n if lib.backend == "gpu" else 1 << 22)
     with tut.DeviceBuffer.from_array(lib, a) as d_a, tut.DeviceBuffer.from_array(lib, x) as d_b, \
             tut.DeviceBuffer(lib, a.nbytes) as d_c:

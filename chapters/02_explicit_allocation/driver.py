@@ -5,7 +5,6 @@
     python3 driver.py --check    the tests (make check runs each exercise on its own)
     python3 driver.py --bench    cudaMalloc + cudaFree cost per call; cudaMemset bandwidth
 """
-import contextlib
 import ctypes
 import functools
 import gc
@@ -185,45 +184,8 @@ def alignment_of(addr):
 
 
 # ---- test helpers -------------------------------------------------------------------------------
-def expect_cuda_error(lib, name, fn, what, clear=True):
-    """fn() must raise CudaError `name`. Afterwards (clear=True) the runtime's last error is
-    consumed, as a program that handled the error would do, so that no later CUDA_CHECK_LAUNCH
-    trips over it."""
-    try:
-        fn()
-    except tut.CudaError as e:
-        if e.name != name:
-            raise AssertionError(f"{what}: got {e.name}, want {name}") from e
-        if clear:
-            lib.clear_last_error()
-        return e
-    raise AssertionError(f"{what}: returned without an error, want {name}")
 
 
-@contextlib.contextmanager
-def ballast(lib, leave_free):
-    """Fill the device with one raw allocation (no memset: nothing is written) so that only
-    about `leave_free` bytes stay free. Yields the free bytes cudaMemGetInfo then reports."""
-    free, _ = lib.mem_info()
-    size = free - leave_free
-    handle = P()
-    while size > 0:
-        try:
-            lib.malloc_raw(ctypes.byref(handle), size)
-            break
-        except tut.CudaError as e:   # another process took some meanwhile: ask for less
-            if e.name != "cudaErrorMemoryAllocation":
-                raise
-            lib.clear_last_error()
-            size -= 64 * MiB
-    try:
-        now_free, _ = lib.mem_info()
-        if now_free > 4 * leave_free:
-            raise tut.Skip(f"could not fill the device: {now_free} bytes still free")
-        yield now_free
-    finally:
-        if handle.value:
-            lib.free_raw(handle.value)
 
 
 def budget_for(ctx):
@@ -233,8 +195,6 @@ def budget_for(ctx):
     return 96 * MiB if ctx.backend == "gpu" else 20 * MiB
 
 
-def random_f32(rng, n):
-    return (rng.standard_normal(n) * 3 + 0.5).astype(np.float32)
 
 
 def ref_scale_shift(x, a, b):
@@ -250,17 +210,17 @@ def random_ab(rng):
 def test_roundtrip(ctx):
     sizes = [0, 1, 31, 257, 999_983] + ([(1 << 24) + 7] if ctx.backend == "gpu" else [])
     for n in sizes:
-        x = random_f32(ctx.rng, n)
+        x = tut.random_f32(ctx.rng, n)
         a, b = random_ab(ctx.rng)
         tut.assert_close(roundtrip(ctx.lib, x, a, b), ref_scale_shift(x, a, b),
                          rtol=1e-6, atol=1e-6, name=f"roundtrip n={n}")
     # The error path: room for d_x but not for d_y. Everything allocated must come back.
-    with ballast(ctx.lib, budget_for(ctx)) as free:
+    with tut.device_ballast(ctx.lib, budget_for(ctx)) as free:
         used = ctx.lib.mem_used()
-        x = random_f32(ctx.rng, int(free * 0.6) // 4)
-        expect_cuda_error(ctx.lib, "cudaErrorMemoryAllocation",
-                          lambda: roundtrip(ctx.lib, x, 1.0, 0.0),
-                          "roundtrip with room for one buffer of two")
+        x = tut.random_f32(ctx.rng, int(free * 0.6) // 4)
+        tut.expect_cuda_error(ctx.lib, "cudaErrorMemoryAllocation",
+                              lambda: roundtrip(ctx.lib, x, 1.0, 0.0),
+                              "roundtrip with room for one buffer of two")
         if ctx.lib.mem_used() != used:
             raise AssertionError(f"roundtrip leaked {ctx.lib.mem_used() - used} bytes when its "
                                  f"second cudaMalloc failed")
@@ -269,20 +229,20 @@ def test_roundtrip(ctx):
 @CH.exercise(2, "apply_twice: no leak when the second or third cudaMalloc fails")
 def test_apply_twice(ctx):
     for n in (1, 257, 999_983):
-        x = random_f32(ctx.rng, n)
+        x = tut.random_f32(ctx.rng, n)
         a, b = random_ab(ctx.rng)
         want = np.float64(a) * ref_scale_shift(x, a, b) + np.float64(b)
         tut.assert_close(apply_twice(ctx.lib, x, a, b), want, rtol=1e-5, atol=1e-5,
                          name=f"apply_twice n={n}")
     # Force each error path in turn: buffers of 60% of what is free (the second cudaMalloc
     # fails), then of 40% (the third fails). Memory in use must return to where it started.
-    with ballast(ctx.lib, budget_for(ctx)) as free:
+    with tut.device_ballast(ctx.lib, budget_for(ctx)) as free:
         for fraction, which in ((0.6, "second"), (0.4, "third")):
             used = ctx.lib.mem_used()
-            x = random_f32(ctx.rng, int(free * fraction) // 4)
-            expect_cuda_error(ctx.lib, "cudaErrorMemoryAllocation",
-                              lambda: apply_twice(ctx.lib, x, 1.0, 0.0),
-                              f"apply_twice when its {which} cudaMalloc cannot fit")
+            x = tut.random_f32(ctx.rng, int(free * fraction) // 4)
+            tut.expect_cuda_error(ctx.lib, "cudaErrorMemoryAllocation",
+                                  lambda: apply_twice(ctx.lib, x, 1.0, 0.0),
+                                  f"apply_twice when its {which} cudaMalloc cannot fit")
             leaked = ctx.lib.mem_used() - used
             if leaked:
                 raise AssertionError(f"apply_twice leaked {leaked} bytes when its {which} "
@@ -292,17 +252,17 @@ def test_apply_twice(ctx):
 @CH.exercise(3, "process_chunked: an array larger than free device memory, in chunks")
 def test_chunked(ctx):
     n = 999_983
-    x = random_f32(ctx.rng, n)
+    x = tut.random_f32(ctx.rng, n)
     for chunk in (1000, 4099, 1 << 18, n, 2 * n):
         a, b = random_ab(ctx.rng)
         tut.assert_close(process_chunked(ctx.lib, x, a, b, chunk), ref_scale_shift(x, a, b),
                          rtol=1e-6, atol=1e-6, name=f"chunked n={n} chunk={chunk}")
-    with ballast(ctx.lib, budget_for(ctx)) as free:
-        big = random_f32(ctx.rng, int(free * 2.5) // 4)   # 2.5x what the device has free
+    with tut.device_ballast(ctx.lib, budget_for(ctx)) as free:
+        big = tut.random_f32(ctx.rng, int(free * 2.5) // 4)   # 2.5x what the device has free
         a, b = random_ab(ctx.rng)
-        expect_cuda_error(ctx.lib, "cudaErrorMemoryAllocation",
-                          lambda: process_whole(ctx.lib, big, a, b),
-                          f"process_whole of {big.nbytes} bytes with {free} free")
+        tut.expect_cuda_error(ctx.lib, "cudaErrorMemoryAllocation",
+                              lambda: process_whole(ctx.lib, big, a, b),
+                              f"process_whole of {big.nbytes} bytes with {free} free")
         chunk = free // 4 // 4 - 13   # a quarter of what is free, not a divisor of n
         got = process_chunked(ctx.lib, big, a, b, chunk)
     tut.assert_close(got, ref_scale_shift(big, a, b), rtol=1e-6, atol=1e-6,
@@ -317,9 +277,9 @@ def test_fill_checked(ctx):
                          name=f"fill n={n} block={block}")
     for block in (1025, 0, 4096):
         try:
-            expect_cuda_error(ctx.lib, "cudaErrorInvalidValue",
-                              lambda: fill_checked(ctx.lib, 1000, 1.0, block),
-                              f"fill_checked with {block} threads per block", clear=False)
+            tut.expect_cuda_error(ctx.lib, "cudaErrorInvalidValue",
+                                  lambda: fill_checked(ctx.lib, 1000, 1.0, block),
+                                  f"fill_checked with {block} threads per block", clear=False)
             pending = ctx.lib.clear_last_error()
             if pending:
                 raise AssertionError(f"after fill_checked failed, the runtime still holds "
@@ -359,7 +319,7 @@ def test_free_null(ctx):
 def test_ownership(ctx):
     lib = ctx.lib
     used = lib.mem_used()
-    x = random_f32(ctx.rng, 100_003)
+    x = tut.random_f32(ctx.rng, 100_003)
     arr = DeviceArray.from_array(lib, x)
     arr.scale_shift(2.0, -1.0)
     tut.assert_close(arr.download(), ref_scale_shift(x, 2.0, -1.0), rtol=1e-6, atol=1e-6,
@@ -371,12 +331,7 @@ def test_ownership(ctx):
     for what, fn in (("free twice", arr.free), ("download after free", arr.download),
                      ("upload after free", lambda: arr.upload(x)),
                      ("scale after free", lambda: arr.scale_shift(1.0, 0.0))):
-        try:
-            fn()
-        except ValueError:
-            pass
-        else:
-            raise AssertionError(f"{what}: no ValueError")
+        tut.expect_raises(ValueError, fn, what)
     with DeviceArray(lib, 1 << 20) as held:
         if lib.mem_used() <= used:
             raise AssertionError("a live 4 MiB DeviceArray does not show in cudaMemGetInfo")
@@ -392,21 +347,16 @@ def test_ownership(ctx):
                      (lambda: DeviceArray(lib, 2.5), TypeError),
                      (lambda: DeviceArray.from_array(lib, x.astype(np.float64)), TypeError),
                      (lambda: DeviceArray.from_array(lib, x[::2]), ValueError)):
-        try:
-            bad()
-        except exc:
-            pass
-        else:
-            raise AssertionError(f"no {exc.__name__} for a bad DeviceArray argument")
+        tut.expect_raises(exc, bad, "a bad DeviceArray argument")
 
 
 @CH.check("out-of-memory", "more than the device has: cudaErrorMemoryAllocation, not sticky")
 def test_out_of_memory(ctx):
     lib = ctx.lib
     _, total = lib.mem_info()
-    e = expect_cuda_error(lib, "cudaErrorMemoryAllocation",
-                          lambda: c_api(lib).try_malloc(2 * total),
-                          f"cudaMalloc of twice the device's {total} bytes")
+    e = tut.expect_cuda_error(lib, "cudaErrorMemoryAllocation",
+                              lambda: c_api(lib).try_malloc(2 * total),
+                              f"cudaMalloc of twice the device's {total} bytes")
     assert "cudaMalloc" in e.expr, e.expr
     c_api(lib).try_malloc(MiB)   # the next allocation works
     with DeviceArray(lib, 1000) as arr:
@@ -428,12 +378,7 @@ def test_bad_input(ctx):
                      (lambda: process_chunked(lib, x, 1.0, 0.0, 1.5), TypeError),
                      (lambda: fill_checked(lib, -1, 1.0, 32), ValueError),
                      (lambda: alignment_probe(lib, [1] * 65), ValueError)):
-        try:
-            bad()
-        except exc:
-            pass
-        else:
-            raise AssertionError(f"no {exc.__name__} for a bad argument")
+        tut.expect_raises(exc, bad, "a bad argument")
 
 
 # ---- demo and benchmark -----------------------------------------------------------------------

@@ -311,9 +311,7 @@ extern "C" int bench_memset(size_t bytes, int reps, float *times_ms)
     for (int i = -1; i < reps; i++) {   /* i = -1: the warm-up, not timed */
         CUDA_CHECK(tut_timer_start(&t, 0));
         CUDA_CHECK(cudaMemsetAsync(d, 0x3f, bytes, 0));
-        CUDA_CHECK(tut_timer_stop(&t));
-        if (i >= 0)
-            CUDA_CHECK(tut_timer_elapsed_ms(&t, &times_ms[i]));
+        CUDA_CHECK(tut_timer_lap(&t, i, times_ms));
     }
 cleanup:
     tut_timer_free(&t);

@@ -6,7 +6,6 @@
     python3 driver.py --bench    bandwidth sweep 4 KiB..256 MiB, pinned vs pageable,
                                  the overlapped pipeline against the same work on one stream
 """
-import contextlib
 import ctypes
 import functools
 import gc
@@ -372,52 +371,12 @@ def pinned_balanced(fn):
     return wrapper
 
 
-def expect_cuda_error(lib, name, fn, what):
-    try:
-        fn()
-    except tut.CudaError as e:
-        if e.name != name:
-            raise AssertionError(f"{what}: got {e.name}, want {name}") from e
-        lib.clear_last_error()   # handled: do not let a later launch check trip over it
-        return e
-    raise AssertionError(f"{what}: returned without an error, want {name}")
 
 
-def expect(exc, fn, what):
-    try:
-        fn()
-    except exc:
-        return
-    raise AssertionError(f"{what}: no {exc.__name__}")
 
 
-@contextlib.contextmanager
-def ballast(lib, leave_free):
-    """One raw allocation that leaves about `leave_free` bytes of device memory free; yields
-    the free bytes cudaMemGetInfo then reports."""
-    free, _ = lib.mem_info()
-    size, handle = free - leave_free, P()
-    while size > 0:
-        try:
-            lib.malloc_raw(ctypes.byref(handle), size)
-            break
-        except tut.CudaError as e:   # someone else took some meanwhile: ask for less
-            if e.name != "cudaErrorMemoryAllocation":
-                raise
-            lib.clear_last_error()
-            size -= 64 * MiB
-    try:
-        now_free, _ = lib.mem_info()
-        if now_free > 4 * leave_free:
-            raise tut.Skip(f"could not fill the device: {now_free} bytes still free")
-        yield now_free
-    finally:
-        if handle.value:
-            lib.free_raw(handle.value)
 
 
-def random_f32(rng, n):
-    return (rng.standard_normal(n) * 3 + 0.5).astype(np.float32)
 
 
 def ref_scale_shift(x, a, b):
@@ -448,9 +407,9 @@ def test_pinned_roundtrip(ctx):
     h_in, h_out = page_aligned(65_537), page_aligned(65_537)
     for mine, other, which in ((h_out, h_in, "h_out"), (h_in, h_out, "h_in")):
         with HostRegistered(lib, mine):
-            expect_cuda_error(lib, "cudaErrorHostMemoryAlreadyRegistered",
-                              lambda: pinned_roundtrip(lib, h_in, h_out),
-                              f"pinned_roundtrip with {which} registered already")
+            tut.expect_cuda_error(lib, "cudaErrorHostMemoryAlreadyRegistered",
+                                  lambda: pinned_roundtrip(lib, h_in, h_out),
+                                  f"pinned_roundtrip with {which} registered already")
             if memory_type(lib, other.ctypes.data) != UNREGISTERED:
                 raise AssertionError("after the failed call, the other array is still "
                                      "registered: unregister on the error path too")
@@ -465,7 +424,7 @@ def test_stream(ctx):
     sizes = [1, 257, 999_983] + ([(1 << 24) + 7] if ctx.backend == "gpu" else [])
     for n in sizes:
         with PinnedArray(ctx.lib, n) as h_x, PinnedArray(ctx.lib, n) as h_y:
-            h_x.array[:] = random_f32(ctx.rng, n)
+            h_x.array[:] = tut.random_f32(ctx.rng, n)
             h_y.array.view(np.uint8)[:] = tut.POISON_BYTE
             a, b = random_ab(ctx.rng)
             got = stream_scale_shift(ctx.lib, h_x.array, h_y.array, a, b)
@@ -482,7 +441,7 @@ def test_pipeline(ctx):
     if ctx.backend == "gpu":   # big enough that a missing final synchronise shows on pinned h_y
         cases.append(((1 << 24) + 7, 1 << 20, 3))
     for n, chunk, nstreams in cases:
-        x = random_f32(ctx.rng, n)
+        x = tut.random_f32(ctx.rng, n)
         a, b = random_ab(ctx.rng)
         with Pipeline(lib, chunk, nstreams, chunk * nstreams * 4) as pipe:
             tut.assert_close(pipe.run(x, a, b), ref_scale_shift(x, a, b), rtol=1e-6, atol=1e-6,
@@ -499,11 +458,11 @@ def test_pipeline(ctx):
     # The point of it all: an array 2.5x larger than the device's free memory, through a
     # budget of three quarters of that free memory.
     budget = 96 * MiB if ctx.backend == "gpu" else 20 * MiB
-    with ballast(lib, budget) as free:
+    with tut.device_ballast(lib, budget) as free:
         nstreams = 3
         chunk = int(free * 0.75) // 4 // nstreams // 64 * 64
         n = int(free * 2.5) // 4 + 13
-        x = random_f32(ctx.rng, n)
+        x = tut.random_f32(ctx.rng, n)
         a, b = random_ab(ctx.rng)
         with Pipeline(lib, chunk, nstreams, int(free * 0.75)) as pipe:
             got = pipe.run(x, a, b)
@@ -539,7 +498,7 @@ def test_copies(ctx):
             tut.assert_equal(out, src, name=f"H2D, D2D, D2H of {nbytes} bytes")
             d_a.check_guards()
             d_b.check_guards()
-    expect(ValueError, lambda: api.copy_bytes(0, 0, 0, 7), "copy kind 7")
+    tut.expect_raises(ValueError, lambda: api.copy_bytes(0, 0, 0, 7), "copy kind 7")
 
 
 @CH.check("pinned-memory", "PinnedArray: pinned, counted, freed once, not while in use")
@@ -553,18 +512,18 @@ def test_pinned_memory(ctx):
         raise AssertionError("cudaMallocHost memory is not reported as cudaMemoryTypeHost")
     view = p.array[1]
     view[:] = 7.0
-    expect(ValueError, p.free, "free() while a NumPy view is alive")
+    tut.expect_raises(ValueError, p.free, "free() while a NumPy view is alive")
     del view
     with tut.DeviceBuffer(lib, p.nbytes) as d_buf, Stream(lib) as s:
         s.to_device(d_buf, p, p.nbytes)
-        expect(ValueError, p.free, "free() while a stream has a copy queued on it")
+        tut.expect_raises(ValueError, p.free, "free() while a stream has a copy queued on it")
         s.synchronize()
         tut.assert_equal(d_buf.download(np.float32, (3, 1001))[1], np.full(1001, 7.0),
                          name="the pinned row on the device")
     p.free()
     assert pinned_bytes(lib) == start, "cudaFreeHost not counted"
-    expect(ValueError, p.free, "free() twice")
-    expect(ValueError, lambda: p.array, "use after free()")
+    tut.expect_raises(ValueError, p.free, "free() twice")
+    tut.expect_raises(ValueError, lambda: p.array, "use after free()")
     with PinnedArray(lib, 10) as q:
         q.array[:] = 1
     assert not q.alive
@@ -573,7 +532,7 @@ def test_pinned_memory(ctx):
     for bad, exc in ((lambda: PinnedArray(lib, 0), ValueError),
                      (lambda: PinnedArray(lib, -3), ValueError),
                      (lambda: PinnedArray(lib, 2.5), TypeError)):
-        expect(exc, bad, "a bad PinnedArray shape")
+        tut.expect_raises(exc, bad, "a bad PinnedArray shape")
 
 
 @CH.check("register", "cudaHostRegister on a NumPy array: pinned in place, twice is an error")
@@ -581,19 +540,21 @@ def test_pinned_memory(ctx):
 def test_register(ctx):
     lib, api = ctx.lib, c_api(ctx.lib)
     a = page_aligned(1 << 20, np.float32)
-    a[:] = random_f32(ctx.rng, a.size)
+    a[:] = tut.random_f32(ctx.rng, a.size)
     start = pinned_bytes(lib)
     assert memory_type(lib, a.ctypes.data) == UNREGISTERED
     with HostRegistered(lib, a) as reg:
         assert pinned_bytes(lib) == start + a.nbytes
         if memory_type(lib, a.ctypes.data + 1000) != HOST:
             raise AssertionError("a registered array is not reported as cudaMemoryTypeHost")
-        expect(ValueError, lambda: HostRegistered(lib, a), "registering the same array twice")
-        expect(ValueError, lambda: HostRegistered(lib, a[100:200]), "registering a slice of it")
+        tut.expect_raises(ValueError, lambda: HostRegistered(lib, a),
+                          "registering the same array twice")
+        tut.expect_raises(ValueError, lambda: HostRegistered(lib, a[100:200]),
+                          "registering a slice of it")
         # What CUDA itself says, had Python not stopped it first:
-        expect_cuda_error(lib, "cudaErrorHostMemoryAlreadyRegistered",
-                          lambda: api.host_register(a.ctypes.data, a.nbytes),
-                          "cudaHostRegister twice")
+        tut.expect_cuda_error(lib, "cudaErrorHostMemoryAlreadyRegistered",
+                              lambda: api.host_register(a.ctypes.data, a.nbytes),
+                              "cudaHostRegister twice")
         assert pinned_bytes(lib) == start + a.nbytes
         with tut.DeviceBuffer(lib, a.nbytes) as d_buf, Stream(lib) as s:
             back = page_aligned(a.nbytes, np.float32)
@@ -604,13 +565,13 @@ def test_register(ctx):
             tut.assert_equal(back, a, name="registered copy there and back")
     assert not reg.registered and pinned_bytes(lib) == start
     assert memory_type(lib, a.ctypes.data) == UNREGISTERED
-    expect(ValueError, reg.unregister, "unregister twice")
+    tut.expect_raises(ValueError, reg.unregister, "unregister twice")
     HostRegistered(lib, a)   # dropped at once: the finaliser unregisters it
     gc.collect()
     for bad, exc in ((lambda: HostRegistered(lib, a[::2]), ValueError),
                      (lambda: HostRegistered(lib, a[:0]), ValueError),
                      (lambda: HostRegistered(lib, a.tolist()), TypeError)):
-        expect(exc, bad, "a bad array to register")
+        tut.expect_raises(exc, bad, "a bad array to register")
 
 
 @CH.check("stream-async", "async copies and a kernel on a stream, then synchronize")
@@ -620,7 +581,7 @@ def test_stream_async(ctx):
     n = 100_003
     a, b = random_ab(ctx.rng)
     with PinnedArray(lib, n) as h, tut.DeviceBuffer(lib, 4 * n) as d_buf, Stream(lib) as s:
-        x = random_f32(ctx.rng, n)
+        x = tut.random_f32(ctx.rng, n)
         h.array[:] = x
         s.to_device(d_buf, h, 4 * n)
         s.scale_shift(d_buf, n, a, b)
@@ -649,18 +610,20 @@ def test_bad_input(ctx):
             (lambda: stream_scale_shift(lib, x, x[:50], 1.0, 0.0), ValueError, "short out"),
             (lambda: pinned_roundtrip(lib, x, x[::-1]), ValueError, "reversed view"),
             (lambda: pinned_roundtrip(lib, x.tolist(), x), TypeError, "a list")):
-        expect(exc, bad, what)
+        tut.expect_raises(exc, bad, what)
     with Pipeline(lib, 64, 2, 1 << 20) as pipe:
-        expect(TypeError, lambda: pipe.run(x.astype(np.float64), 1.0, 0.0), "float64 x")
-        expect(ValueError, lambda: pipe.run(np.ones((10, 10), np.float32), 1.0, 0.0), "2-D x")
-        expect(ValueError, lambda: pipe.run(np.ones(200, np.float32)[::2], 1.0, 0.0),
+        tut.expect_raises(TypeError, lambda: pipe.run(x.astype(np.float64), 1.0, 0.0),
+                          "float64 x")
+        tut.expect_raises(ValueError, lambda: pipe.run(np.ones((10, 10), np.float32), 1.0, 0.0),
+                          "2-D x")
+        tut.expect_raises(ValueError, lambda: pipe.run(np.ones(200, np.float32)[::2], 1.0, 0.0),
                "strided x")
-        expect(ValueError, lambda: pipe.run(x, 1.0, 0.0, out=np.ones(99, np.float32)),
+        tut.expect_raises(ValueError, lambda: pipe.run(x, 1.0, 0.0, out=np.ones(99, np.float32)),
                "out of the wrong size")
-    expect(ValueError, lambda: pipe.run(x, 1.0, 0.0), "run after close")
+    tut.expect_raises(ValueError, lambda: pipe.run(x, 1.0, 0.0), "run after close")
     # The C side refuses a budget violation too (TUT_REQUIRE), if Python is bypassed.
     h = P()
-    expect(ValueError, lambda: api.pipeline_create(ctypes.byref(h), 1000, 2, 4000),
+    tut.expect_raises(ValueError, lambda: api.pipeline_create(ctypes.byref(h), 1000, 2, 4000),
            "C: chunk over budget")
     assert h.value is None
 
@@ -741,7 +704,7 @@ def bench(lib):
     n = (2048 * MiB if gpu else top) // 4
     chunk = (16 * MiB if gpu else 128 * KiB) // 4
     with PinnedArray(lib, n) as h_x, PinnedArray(lib, n) as h_y:
-        h_x.array[:] = random_f32(rng, n)
+        h_x.array[:] = tut.random_f32(rng, n)
         ms = {}
         for nstreams in (1, 4):
             with Pipeline(lib, chunk, nstreams, chunk * nstreams * 4) as pipe:

@@ -340,9 +340,7 @@ extern "C" int bench_matmul(int version, const float *d_a, const float *d_b, flo
         CUDA_CHECK(tut_timer_start(&t, 0));
         if ((status = launch_matmul(version, handle, d_a, d_b, d_c, m, n, k)) != 0)
             goto cleanup;
-        CUDA_CHECK(tut_timer_stop(&t));
-        if (i >= 0)
-            CUDA_CHECK(tut_timer_elapsed_ms(&t, &times_ms[i]));
+        CUDA_CHECK(tut_timer_lap(&t, i, times_ms));
     }
 cleanup:
     tut_timer_free(&t);
@@ -377,9 +375,7 @@ extern "C" int bench_matmul_with_transfers(int version, const float *h_a, const 
         if ((status = launch_matmul(version, handle, d_a, d_b, d_c, m, n, k)) != 0)
             goto cleanup;
         CUDA_CHECK(cudaMemcpy(h_c, d_c, c_bytes, cudaMemcpyDeviceToHost));
-        CUDA_CHECK(tut_timer_stop(&t));
-        if (i >= 0)
-            CUDA_CHECK(tut_timer_elapsed_ms(&t, &times_ms[i]));
+        CUDA_CHECK(tut_timer_lap(&t, i, times_ms));
     }
 cleanup:
     tut_timer_free(&t);

@@ -204,9 +204,7 @@ extern "C" int bench_vector_add(int version, const float *d_a, const float *d_b,
         else
             vector_add_float4_kernel<<<grid, block>>>(d_a, d_b, d_c, n);
         CUDA_CHECK_LAUNCH();
-        CUDA_CHECK(tut_timer_stop(&t));
-        if (i >= 0)
-            CUDA_CHECK(tut_timer_elapsed_ms(&t, &times_ms[i]));
+        CUDA_CHECK(tut_timer_lap(&t, i, times_ms));
     }
     CUDA_CHECK(cudaDeviceSynchronize());
 cleanup:

@@ -30,9 +30,7 @@ extern "C" int bench_copy(void *dst, const void *src, size_t bytes, int kind, in
     for (int i = -1; i < reps; i++) {   /* i = -1: the warm-up, not timed */
         CUDA_CHECK(tut_timer_start(&t, stream));
         CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, (cudaMemcpyKind)kind, stream));
-        CUDA_CHECK(tut_timer_stop(&t));
-        if (i >= 0)
-            CUDA_CHECK(tut_timer_elapsed_ms(&t, &times_ms[i]));
+        CUDA_CHECK(tut_timer_lap(&t, i, times_ms));
     }
 cleanup:
     tut_timer_free(&t);
@@ -86,9 +84,7 @@ extern "C" int bench_pipeline(pipeline *p, const float *h_x, float *h_y, size_t 
         status = pipeline_run(p, h_x, h_y, n, a, b);
         if (status != 0)
             goto cleanup;
-        CUDA_CHECK(tut_timer_stop(&t));
-        if (i >= 0)
-            CUDA_CHECK(tut_timer_elapsed_ms(&t, &times_ms[i]));
+        CUDA_CHECK(tut_timer_lap(&t, i, times_ms));
     }
 cleanup:
     tut_timer_free(&t);

@@ -252,9 +252,7 @@ extern "C" int bench_reduce(int version, const float *d_x, int n, float *d_out, 
         CUDA_CHECK(tut_timer_start(&t, 0));
         if ((status = launch_reduce(version, d_x, n, d_out, blocks, block)) != 0)
             goto cleanup;
-        CUDA_CHECK(tut_timer_stop(&t));
-        if (i >= 0)
-            CUDA_CHECK(tut_timer_elapsed_ms(&t, &times_ms[i]));
+        CUDA_CHECK(tut_timer_lap(&t, i, times_ms));
     }
 cleanup:
     tut_timer_free(&t);
@@ -304,9 +302,7 @@ extern "C" int bench_transpose(int version, const float *d_in, float *d_out, int
         CUDA_CHECK(tut_timer_start(&t, 0));
         if ((status = launch_transpose(version, d_in, d_out, height, width)) != 0)
             goto cleanup;
-        CUDA_CHECK(tut_timer_stop(&t));
-        if (i >= 0)
-            CUDA_CHECK(tut_timer_elapsed_ms(&t, &times_ms[i]));
+        CUDA_CHECK(tut_timer_lap(&t, i, times_ms));
     }
 cleanup:
     tut_timer_free(&t);
