@@ -11,14 +11,7 @@
 #include "cuemu_internal.h"
 #endif
 
-static int failures;
-#define EXPECT(cond) do { if (!(cond)) { fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); failures++; } } while (0)
-#define EXPECT_ERR(expr, want) do { cudaError_t got_ = (expr); if (got_ != (want)) { \
-    fprintf(stderr, "%s:%d: %s -> %s, expected %s\n", __FILE__, __LINE__, #expr, \
-            cudaGetErrorName(got_), cudaGetErrorName(want)); failures++; } } while (0)
-#define OK(expr) EXPECT_ERR(expr, cudaSuccess)
-#define EXPECT_STR(a, b) do { if (strcmp((a), (b)) != 0) { \
-    fprintf(stderr, "%s:%d: %s is \"%s\", expected \"%s\"\n", __FILE__, __LINE__, #a, (a), (b)); failures++; } } while (0)
+#include "rt_test.h"
 
 int main(void)
 {

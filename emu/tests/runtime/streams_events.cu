@@ -7,12 +7,7 @@
 #include <cstdio>
 #include <cuda_runtime.h>
 
-static int failures;
-#define EXPECT(cond) do { if (!(cond)) { fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); failures++; } } while (0)
-#define EXPECT_ERR(expr, want) do { cudaError_t got_ = (expr); if (got_ != (want)) { \
-    fprintf(stderr, "%s:%d: %s -> %s, expected %s\n", __FILE__, __LINE__, #expr, \
-            cudaGetErrorName(got_), cudaGetErrorName(want)); failures++; } } while (0)
-#define OK(expr) EXPECT_ERR(expr, cudaSuccess)
+#include "rt_test.h"
 
 int main(void)
 {

@@ -16,12 +16,7 @@
 #include "cuemu_internal.h"
 #endif
 
-static int failures;
-#define EXPECT(cond) do { if (!(cond)) { fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); failures++; } } while (0)
-#define EXPECT_ERR(expr, want) do { cudaError_t got_ = (expr); if (got_ != (want)) { \
-    fprintf(stderr, "%s:%d: %s -> %s, expected %s\n", __FILE__, __LINE__, #expr, \
-            cudaGetErrorName(got_), cudaGetErrorName(want)); failures++; } } while (0)
-#define OK(expr) EXPECT_ERR(expr, cudaSuccess)
+#include "rt_test.h"
 
 __global__ void write_n_kernel(float *out, int n)
 {
