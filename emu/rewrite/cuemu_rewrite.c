@@ -279,11 +279,11 @@ static size_t rewrite_launch(size_t ks, size_t lt)
     return pc + 1;
 }
 
-/* `extern __shared__ DECL;` starting at `ext` (the `extern`); sh = the `__shared__`. */
-static size_t rewrite_extern_shared(size_t ext, size_t sh)
+/* The ';' that ends the declaration starting at `from` (brackets nested), or n if none. */
+static size_t decl_end(size_t from)
 {
-    size_t semi = sh + 10;
     int depth = 0;
+    size_t semi = from;
     for (; semi < n; semi++) {
         if (!code[semi]) continue;
         char c = src[semi];
@@ -291,10 +291,17 @@ static size_t rewrite_extern_shared(size_t ext, size_t sh)
         else if (c == ')' || c == ']' || c == '}') depth--;
         else if (c == ';' && depth == 0) break;
     }
+    return semi;
+}
+
+/* `extern __shared__ DECL;` starting at `ext` (the `extern`); sh = the `__shared__`. */
+static size_t rewrite_extern_shared(size_t ext, size_t sh)
+{
+    size_t semi = decl_end(sh + 10);
+    int depth = 0;
     if (semi >= n) die("%s:%d: extern __shared__ without ';'", in_path, line_of(ext));
     /* the declarator: the identifier before the first top-level '[' */
     size_t br = 0;
-    depth = 0;
     for (size_t i = sh + 10; i < semi; i++) {
         if (!code[i]) continue;
         char c = src[i];
@@ -340,20 +347,13 @@ static int in_directive(size_t i)
    and each declared name is registered for poisoning. Returns the position after the ';'. */
 static size_t rewrite_static_shared(size_t sh)
 {
-    size_t semi = sh + 10, b = sh;
+    size_t semi = decl_end(sh + 10), b = sh;
     int depth = 0, has_static = 0;
     while (b > 0 && !(code[b - 1] && (src[b - 1] == ';' || src[b - 1] == '{'
                                       || src[b - 1] == '}' || src[b - 1] == ')')))
         b--;
     for (size_t k = b; k < sh; k++)
         if (word_at(k, "static")) has_static = 1;
-    for (; semi < n; semi++) {
-        if (!code[semi]) continue;
-        char c = src[semi];
-        if (c == '(' || c == '[' || c == '{') depth++;
-        else if (c == ')' || c == ']' || c == '}') depth--;
-        else if (c == ';' && depth == 0) break;
-    }
     if (semi >= n) die("%s:%d: __shared__ declaration without ';'", in_path, line_of(sh));
     fputs(has_static ? "" : "static", out);
     fwrite(src + sh + 10, 1, semi + 1 - (sh + 10), out);
