@@ -381,7 +381,7 @@ def test_copy(ctx):
         for n in sizes + ([999_983] if offset in (0, 1, 2, 3, 7, 13) else []):
             a = tut.random_f32(ctx.rng, n)
             tut.assert_equal(copy_at_offset(ctx.lib, a, offset), a,
-                             name=f"copy of {n} floats at offset {offset} floats")
+                             name=f"copy of n={n} floats at an offset of {offset} floats")
     for offset, dst in ((1, 5), (6, 2), (3, 15)):   # different offsets, same address mod 16
         a = tut.random_f32(ctx.rng, 1001)
         tut.assert_equal(copy_at_offset(ctx.lib, a, offset, dst), a,

@@ -41,7 +41,8 @@ struct SampleLargestFirst { double weight; float value; short id; char tag; };
 
 /* A body read whole by one thread: a position and a mass, 16 bytes of floats. Aligned to 4 bytes
    (what its fields need) the compiler must load it as 4 separate floats; aligned to 16 it may,
-   and does, load it with one 16-byte instruction (ld.global.v4.f32 in the PTX). */
+   and does, load it with one 16-byte instruction (ld.global.v4.f32 in the PTX, LDG.E.128 in
+   the sm_90 machine code). */
 // @solution 06.5: declare struct Body: float3 pos, then float mass, aligned to 16 bytes with __align__(16) (~4 lines)
 struct __align__(16) Body {
     float3 pos;
