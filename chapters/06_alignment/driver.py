@@ -77,7 +77,7 @@ def _at(buf, offset_floats):
     return ctypes.c_void_p(buf.ptr.value + 4 * offset_floats)
 
 
-# ---- Python entry points: check arguments, own the device buffers, return NumPy arrays --------
+# ---- Python entry points: check arguments, own the device buffers, return NumPy arrays ----------
 def body_layout(lib):
     """struct Body as compiled: {'size', 'align', 'pos', 'mass'} in bytes."""
     out = (ctypes.c_longlong * 4)()
@@ -269,7 +269,7 @@ def aos_drift(lib, aos, dt):
         return d_aos.download(np.float32, aos.shape)
 
 
-# ---- references -------------------------------------------------------------------------------
+# ---- references ---------------------------------------------------------------------------------
 def reference_scale_rows(img):
     h, w = img.shape
     return img.astype(np.float64) * (np.arange(h)[:, None] + 1) - np.arange(w)[None, :]
@@ -290,7 +290,7 @@ def random_bodies(rng, layout, n):
     return rec
 
 
-# ---- the misaligned float4, in a child process ----------------------------------------------------
+# ---- the misaligned float4, in a child process --------------------------------------------------
 def _misaligned_child(offset):
     """Run in a child process by misaligned_in_child(): one float4 load at offset floats,
     reported as JSON. A fault inside a kernel is sticky (every later CUDA call in the process
@@ -496,7 +496,7 @@ def test_errors(ctx):
                                                        D2H), "cudaMemcpy2D with spitch < width")
 
 
-# ---- demo and benchmark -----------------------------------------------------------------------
+# ---- demo and benchmark -------------------------------------------------------------------------
 def demo(lib):
     facts = (ctypes.c_longlong * 10)()
     c_api(lib).type_facts(facts)
@@ -612,7 +612,8 @@ def bench(lib):
     h, w = (8192, 8191) if gpu else (64, 255)
     pitch, _ = pitch_for(lib, 4 * w, h)
     img_bytes = 2 * 4 * w * h   # each pixel read and written once
-    with tut.DeviceBuffer(lib, pitch * h) as d_pitched, tut.DeviceBuffer(lib, 4 * w * h) as d_packed:
+    with tut.DeviceBuffer(lib, pitch * h) as d_pitched, \
+            tut.DeviceBuffer(lib, 4 * w * h) as d_packed:
         lib.memset(d_pitched.ptr, 0x3F, pitch * h)   # never time zeros
         lib.memset(d_packed.ptr, 0x3F, 4 * w * h)
         ms_p = _bench_ms(lib, 5, d_pitched.ptr, None, h, pitch, w)

@@ -17,7 +17,7 @@
 #include "tut_check.h"
 #include "tut_timer.h"
 
-// ---- layouts --------------------------------------------------------------------------------
+// ---- layouts -----------------------------------------------------------------------------------
 
 /* One particle as an array of structures (AoS): 8 floats, 32 bytes. The drift below reads 6 of
    them and writes 3; mass and charge ride along in every sector it loads. */
@@ -54,7 +54,7 @@ struct __align__(16) Body {
 // @stub };
 // @end
 
-// ---- kernels: coalescing ------------------------------------------------------------------------
+// ---- kernels: coalescing -----------------------------------------------------------------------
 
 /* out[i] = in[offset + i * stride]. Stride 1: a warp's 32 loads fall in 4 sectors. Stride 8 or
    more: one sector per thread, 32 per request, 7/8 of each sector wasted. An offset only shifts
@@ -67,7 +67,7 @@ __global__ void strided_copy_kernel(const float *__restrict__ in, float *__restr
         out[i] = in[offset + (size_t)i * stride];
 }
 
-// ---- kernels: 16-byte vector loads -----------------------------------------------------------------
+// ---- kernels: 16-byte vector loads -------------------------------------------------------------
 
 /* Copies n floats with 16-byte loads wherever it may. src and dst must have the same address
    modulo 16 (the host function checks), but that address may be anything a sub-allocation
@@ -112,7 +112,7 @@ __global__ void body_moment_kernel(const Body *__restrict__ in, float *__restric
     }
 }
 
-// ---- kernels: pitched 2D arrays ---------------------------------------------------------------------
+// ---- kernels: pitched 2D arrays ----------------------------------------------------------------
 
 /* img[r][c] = img[r][c] * (r + 1) - c on a height x width float image whose rows are `pitch`
    bytes apart (pitch >= width * 4; the bytes past the width are padding, not pixels). x runs
@@ -140,7 +140,7 @@ __global__ void double_plus_row_kernel(float *img, size_t pitch, int width, int 
     }
 }
 
-// ---- kernels: AoS against SoA --------------------------------------------------------------------
+// ---- kernels: AoS against SoA ------------------------------------------------------------------
 
 /* Drift: position += velocity * dt. AoS: thread i's x and thread i+1's x are 32 bytes apart, so
    each load instruction of a warp touches 32 sectors; the other fields come from cache, but
@@ -193,7 +193,7 @@ __global__ void fill_pattern_kernel(float *d, long long n)
         d[i] = (float)(i % 8191) + 0.5f;
 }
 
-// ---- host helpers ---------------------------------------------------------------------------------
+// ---- host helpers ------------------------------------------------------------------------------
 
 /* The 8 field arrays of n floats each, one after another in one buffer. */
 static ParticlesSoA soa_views(float *base, int n)
@@ -218,7 +218,7 @@ static cudaError_t launch_copy_vec4(const float *d_src, float *d_dst, long long 
     return cudaGetLastError();
 }
 
-// ---- host entry points (called from driver.py) ------------------------------------------------------
+// ---- host entry points (called from driver.py) -------------------------------------------------
 
 /* What the compiler decided, for the lesson and the tests: sizeof, alignof, offsetof pos and
    offsetof mass in Body. */
