@@ -390,7 +390,18 @@ class ManagedArray:
         # On the holder, not on self: the memory goes when neither this object nor any view of
         # its array is left (NumPy arrays are invisible to the cycle collector, so a cycle
         # through one would never be freed).
-        self._finalizer = weakref.finalize(holder, lib.free_raw, self._address)
+        self._free_raw = lib.free_raw
+        self._finalizer = weakref.finalize(holder, ManagedArray._quiet_free, lib.free_raw,
+                                           self._address)
+
+    @staticmethod
+    def _quiet_free(free_raw, address):
+        # From the garbage collector or the end of a `with` block: after a fault in a kernel
+        # every CUDA call fails, cudaFree too, and the fault was reported already.
+        try:
+            free_raw(address)
+        except Exception:
+            pass
 
     @property
     def array(self):
@@ -446,8 +457,9 @@ class ManagedArray:
         if views > 0:
             raise ValueError(f"ManagedArray still in use: {views} NumPy view(s) of it are "
                              f"alive (del them first, or copy what you need)")
+        self._finalizer.detach()   # first: dropping the array below would run it
         self._array = None
-        self._finalizer()
+        self._free_raw(self._address)   # an explicit free() reports a failing cudaFree
 
     def __enter__(self):
         return self

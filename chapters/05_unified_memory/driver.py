@@ -137,7 +137,7 @@ def advise(lib, m, advice, device=0):
 
 def _emu_prefetch_counter(lib):
     """The emulator's teaching aid, absent on a GPU: bytes of managed memory whose last
-    prefetch was to the device, now and at their peak since the last reset."""
+    prefetch went to the device, now and at their peak since the last reset."""
     fn = getattr(lib.cdll, "cuemuManagedDeviceBytes", None)
     if fn is None:
         return None
@@ -338,6 +338,9 @@ def test_in_passes(ctx):
     lib = ctx.lib
     needs_concurrent_access(lib)
     counter = _emu_prefetch_counter(lib)
+    # A prefetch is widened to whole pages: a chunk that does not start on a page boundary
+    # (the emulator's allocations start 256-byte aligned) brings part of a page more at each end.
+    slack = 2 * os.sysconf("SC_PAGE_SIZE")
     n = 1_000_003 if ctx.backend == "cpu" else 50_000_017
     for budget in (PASS_GRANULE, 5 * PASS_GRANULE + 123, 4 * n + 1):
         a, b = random_ab(ctx.rng)
@@ -355,15 +358,12 @@ def test_in_passes(ctx):
                 raise AssertionError(f"managed_in_passes n={n}, {chunk} floats per pass: "
                                      f"reported {passes} passes, want {want}")
             check_on_host(lib, m, f"managed_in_passes budget={budget}")
-            if counter:   # the emulator counts what was prefetched to the device at once
-                now, peak = counter()
-                if peak > budget:
+            if counter:   # the emulator counted what the prefetches put on the device at once
+                peak = counter()[1]
+                if peak > min(budget, 4 * n) + slack:
                     raise AssertionError(f"managed_in_passes: {peak} bytes were prefetched to "
                                          f"the device at once, over the budget of {budget}: "
-                                         f"evict each chunk before the next comes in")
-                if now:
-                    raise AssertionError(f"managed_in_passes: {now} bytes are still prefetched "
-                                         f"to the device after the call")
+                                         f"evict each chunk before the next one comes in")
 
 
 # ---- checks of the lesson's other claims -------------------------------------------------------
