@@ -289,8 +289,9 @@ def random_lists(rng, n_nodes, n_lists):
     head_index = np.full(n_lists, -1, np.int32)
     sums = np.zeros(n_lists, np.int64)
     lengths = np.zeros(n_lists, np.int32)
-    for k in range(n_lists):
-        members = order[owner == k]
+    by_list = order[np.argsort(owner, kind="stable")]
+    groups = np.split(by_list, np.cumsum(np.bincount(owner, minlength=n_lists))[:-1])
+    for k, members in enumerate(groups):
         if members.size:
             head_index[k] = members[0]
             next_index[members[:-1]] = members[1:]
