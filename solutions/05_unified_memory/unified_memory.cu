@@ -279,8 +279,8 @@ cleanup:
    it you may use). Pass after pass on one stream: prefetch chunk c to device 0, run the kernel
    on it, prefetch it back to the host (evicting it), then the next chunk; the stream's order
    guarantees chunk c has left before chunk c+1 arrives. Then wait, and store the number of
-   passes in *passes. chunk_elems * 4 bytes is a whole number of pages (Python makes it so),
-   so that the prefetches of two chunks never share a page. */
+   passes in *passes. chunk_elems * 4 bytes is a whole number of 64 KiB (Python makes it so):
+   in an array that starts on a page boundary, two chunks then never share a page. */
 extern "C" int managed_in_passes(float *m, size_t n, size_t chunk_elems, float a, float b,
                                  int *passes)
 {
