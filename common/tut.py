@@ -25,6 +25,7 @@ import statistics
 import sys
 import time
 import traceback
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -334,6 +335,155 @@ class DeviceBuffer:
                 self.free()
             except Exception:
                 pass  # the interpreter may be shutting down; nothing more can be done
+
+
+# ---- managed memory seen from NumPy (chapter 05) ---------------------------------------------
+class _ArrayInterface:
+    """Lends a raw address to NumPy. Every array made from it, and every view of those, keeps
+    this object alive, so a finaliser attached to it cannot free memory a view still shows."""
+
+    def __init__(self, address, shape, dtype):
+        self.__array_interface__ = {"shape": tuple(shape), "typestr": dtype.str,
+                                    "descr": dtype.descr, "data": (address, False),
+                                    "version": 3}
+
+
+def _managed_alloc(lib):
+    fn = getattr(lib, "_tut_malloc_managed", None)
+    if fn is None:   # bound on first use: only chapters that use managed memory need it
+        fn = lib.bind("tut_malloc_managed", [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t])
+        lib._tut_malloc_managed = fn
+    return fn
+
+
+class ManagedArray:
+    """A NumPy array in memory from cudaMallocManaged: the same address is valid on the host
+    and on the device, so .array is a NumPy view of it, made without a copy, and .address
+    goes to the C code as it is.
+
+    The memory is freed exactly once, when nothing shows it any more: free() (refused, with
+    ValueError, while a NumPy view of it is alive), the end of a `with` block, or the garbage
+    collector once this object and every view are gone. Using it after free() raises
+    ValueError. Reading or writing .array while a kernel that uses it may still run is a bug
+    (the C code must synchronise before it returns): the host would see, or overwrite, data the
+    kernel has not finished with."""
+
+    def __init__(self, lib, shape, dtype=np.float32):
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        for s in shape:
+            check_count(s, "shape", maximum=2**62)
+        self.dtype = np.dtype(dtype)
+        if self.dtype.hasobject:
+            raise TypeError(f"dtype {self.dtype} holds Python objects, which cannot live in "
+                            f"GPU memory: use a numeric or structured dtype")
+        self.shape = shape
+        self.nbytes = int(np.prod(shape, dtype=np.int64)) * self.dtype.itemsize
+        if self.nbytes == 0:
+            raise ValueError("a ManagedArray needs at least one element")
+        raw = ctypes.c_void_p()
+        _managed_alloc(lib)(ctypes.byref(raw), self.nbytes)
+        self._address = raw.value
+        holder = _ArrayInterface(self._address, shape, self.dtype)
+        self._array = np.asarray(holder)   # a view of the managed memory: no copy
+        if self._array.ctypes.data != self._address:
+            raise AssertionError("NumPy copied the managed memory instead of viewing it")
+        # On the holder, not on self: the memory goes when neither this object nor any view of
+        # its array is left (NumPy arrays are invisible to the cycle collector, so a cycle
+        # through one would never be freed).
+        self._free_raw = lib.free_raw
+        self._finalizer = weakref.finalize(holder, ManagedArray._quiet_free, lib.free_raw,
+                                           self._address)
+
+    @staticmethod
+    def _quiet_free(free_raw, address):
+        # From the garbage collector or the end of a `with` block: after a fault in a kernel
+        # every CUDA call fails, cudaFree too, and the fault was reported already.
+        try:
+            free_raw(address)
+        except Exception:
+            pass
+
+    @property
+    def array(self):
+        if self._array is None:
+            raise ValueError("ManagedArray used after free()")
+        return self._array
+
+    @property
+    def address(self):
+        """The managed pointer, for a c_void_p argument."""
+        if self._array is None:
+            raise ValueError("ManagedArray used after free()")
+        return self._address
+
+    @property
+    def alive(self):
+        return self._array is not None
+
+    def view(self, dtype, shape=None):
+        """The same bytes as another dtype and shape (no copy); they must cover it exactly."""
+        dtype = np.dtype(dtype)
+        if dtype.hasobject:
+            raise TypeError(f"dtype {dtype} holds Python objects: it cannot view GPU memory")
+        if shape is None:
+            if self.nbytes % dtype.itemsize:
+                raise ValueError(f"{self.nbytes} bytes are not a whole number of "
+                                 f"{dtype.itemsize}-byte {dtype} elements")
+            shape = (self.nbytes // dtype.itemsize,)
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        need = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if need != self.nbytes:
+            raise ValueError(f"shape {shape} of {dtype} covers {need} bytes, but the "
+                             f"ManagedArray holds {self.nbytes}")
+        return self.array.reshape(-1).view(np.uint8).view(dtype).reshape(shape)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.array
+        if dtype is not None and np.dtype(dtype) != a.dtype:
+            if copy is False:
+                raise ValueError(f"a {a.dtype} ManagedArray cannot be seen as {np.dtype(dtype)} "
+                                 f"without a copy")
+            return a.astype(dtype)
+        return a.copy() if copy else a
+
+    def views_alive(self):
+        """NumPy views of the memory other than this object's own array."""
+        return 0 if self._array is None else sys.getrefcount(self._array) - 2
+
+    def free(self):
+        if self._array is None:
+            raise ValueError("ManagedArray freed twice")
+        views = self.views_alive()
+        if views > 0:
+            raise ValueError(f"ManagedArray still in use: {views} NumPy view(s) of it are "
+                             f"alive (del them first, or copy what you need)")
+        self._finalizer.detach()   # first: dropping the array below would run it
+        self._array = None
+        self._free_raw(self._address)   # an explicit free() reports a failing cudaFree
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        # Let go of it; the memory itself goes with the last view (at once if there is none).
+        self._array = None
+
+    def __repr__(self):
+        state = f"at {self._address:#x}" if self._array is not None else "freed"
+        return f"ManagedArray(shape={self.shape}, dtype={self.dtype}, {state})"
+
+
+def check_managed(m, dtype, name="array", ndim=None, shape=None):
+    """m must be a live ManagedArray of this dtype (and shape): the C code hands its address
+    to kernels, which cannot reach an ordinary NumPy array. Returns its NumPy array."""
+    if isinstance(m, np.ndarray):
+        raise TypeError(f"{name} must be a tut.ManagedArray, not a numpy.ndarray: a NumPy "
+                        f"array lives in pageable host memory that a kernel cannot use")
+    if not isinstance(m, ManagedArray):
+        raise TypeError(f"{name} must be a tut.ManagedArray, not {type(m).__name__}")
+    if not m.alive:
+        raise ValueError(f"{name}: ManagedArray used after free()")
+    return check_array(m.array, dtype, name, ndim=ndim, shape=shape)
 
 
 # ---- comparing results -----------------------------------------------------------------------

@@ -105,6 +105,17 @@ cleanup:
     return status;
 }
 
+/* Managed memory (chapter 05, tut.ManagedArray): one address for host and device. Freed with
+   tut_free (cudaFree frees managed memory too). */
+extern "C" int tut_malloc_managed(void **ptr, size_t bytes)
+{
+    int status = 0;
+    *ptr = NULL;
+    CUDA_CHECK(cudaMallocManaged(ptr, bytes, cudaMemAttachGlobal));
+cleanup:
+    return status;
+}
+
 extern "C" int tut_free(void *ptr)
 {
     int status = 0;

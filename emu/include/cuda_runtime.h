@@ -769,6 +769,10 @@ cudaError_t cuemu_getSymbolAddress(void **devPtr, const void *symbol, size_t sym
 /* Python (ctypes) reads the emulator's diagnostics through these two. */
 const char *cuemuLastDiagnostic(void);
 void cuemuClearDiagnostic(void);
+/* Not CUDA: bytes of managed memory whose last prefetch went to the device, now and at their
+   peak since the last reset (reset_peak != 0 resets it to now). A teaching aid for passes
+   under a memory budget; a GPU has no such counter. */
+void cuemuManagedDeviceBytes(size_t *now, size_t *peak, int reset_peak);
 
 #ifdef __cplusplus
 } /* extern "C" */

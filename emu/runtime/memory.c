@@ -537,8 +537,11 @@ cudaError_t (cudaHostAlloc)(void **pHost, size_t size, unsigned int flags)
 cudaError_t (cudaMallocHost)(void **ptr, size_t size) { return cuemu_hostAlloc_at(NULL, 0, ptr, size, 0); }
 
 /* ---- freeing -------------------------------------------------------------------------------- */
+static void managed_forget(rt_block *b);
+
 static void release_block(rt_block *b)
 {
+    managed_forget(b);
     rt_registry_remove(b);
     rt_unaccount(b->accounted);
     rt_freed_push(b, 1);
@@ -1006,6 +1009,89 @@ cudaError_t (cudaGetSymbolSize)(size_t *size, const void *symbol)
     return ok ? cudaSuccess : rt_err(cudaErrorInvalidSymbol);
 }
 
+/* ---- managed memory: where each page was last prefetched --------------------------------
+   Kept per page, as a GPU keeps it: a range whose pages were last prefetched to different
+   places answers cudaInvalidDeviceId, as an H200 does. Nothing moves on one host; the
+   locations are what cudaMemRangeGetAttribute reports, and the bytes last prefetched to the
+   device are counted, now and at their peak, for cuemuManagedDeviceBytes (a teaching aid:
+   the most a GPU would have held for those prefetches). Lock held in all of these. */
+static size_t managed_dev_bytes, managed_dev_peak;
+
+/* The pages of b that [p, p + count) touches, numbered from the page holding b->base: CUDA
+   widens a prefetch or an advice to whole pages. */
+static void managed_pages(const rt_block *b, const char *p, size_t count, size_t *first,
+                          size_t *last)
+{
+    size_t pg = rt_page();
+    uintptr_t origin = (uintptr_t)b->base / pg * pg;
+    *first = ((uintptr_t)p / pg * pg - origin) / pg;
+    *last = (((uintptr_t)p + count + pg - 1) / pg * pg - origin) / pg;
+}
+
+/* The bytes of b in page i (the first and last pages may hold less than a page of it). */
+static size_t managed_page_bytes(const rt_block *b, size_t i)
+{
+    size_t pg = rt_page();
+    uintptr_t lo = (uintptr_t)b->base / pg * pg + i * pg, hi = lo + pg;
+    uintptr_t s = (uintptr_t)b->base, e = s + b->size;
+    return (size_t)((hi < e ? hi : e) - (lo > s ? lo : s));
+}
+
+static void managed_record_prefetch(rt_block *b, const char *p, size_t count, int type, int id)
+{
+    size_t first, last, npages;
+    managed_pages(b, b->base, b->size, &first, &npages);
+    if (!b->pages) {
+        b->pages = (unsigned char *)calloc(npages, 1);
+        if (!b->pages) return;   /* out of host memory: the locations are not tracked */
+    }
+    managed_pages(b, p, count, &first, &last);
+    for (size_t i = first; i < last && i < npages; i++) {
+        int was_dev = b->pages[i] == cudaMemLocationTypeDevice;
+        int is_dev = type == cudaMemLocationTypeDevice;
+        if (is_dev && !was_dev) managed_dev_bytes += managed_page_bytes(b, i);
+        if (was_dev && !is_dev) managed_dev_bytes -= managed_page_bytes(b, i);
+        b->pages[i] = (unsigned char)type;
+    }
+    if (managed_dev_bytes > managed_dev_peak) managed_dev_peak = managed_dev_bytes;
+    b->prefetch_type = type;
+    b->prefetch_id = type == cudaMemLocationTypeDevice ? id : 0;
+}
+
+/* The last prefetch location type of every page of [p, p + count), or
+   cudaMemLocationTypeInvalid if they differ or were never prefetched. */
+static int managed_last_prefetch(const rt_block *b, const char *p, size_t count)
+{
+    size_t first, last;
+    if (!b->pages) return cudaMemLocationTypeInvalid;
+    managed_pages(b, p, count, &first, &last);
+    for (size_t i = first + 1; i < last; i++)
+        if (b->pages[i] != b->pages[first]) return cudaMemLocationTypeInvalid;
+    return b->pages[first];
+}
+
+static void managed_forget(rt_block *b)
+{
+    if (b->pages) {
+        size_t first, npages;
+        managed_pages(b, b->base, b->size, &first, &npages);
+        for (size_t i = 0; i < npages; i++)
+            if (b->pages[i] == cudaMemLocationTypeDevice)
+                managed_dev_bytes -= managed_page_bytes(b, i);
+        free(b->pages);
+        b->pages = NULL;
+    }
+}
+
+void cuemuManagedDeviceBytes(size_t *now, size_t *peak, int reset_peak)
+{
+    rt_lock();
+    if (reset_peak) managed_dev_peak = managed_dev_bytes;
+    if (now) *now = managed_dev_bytes;
+    if (peak) *peak = managed_dev_peak;
+    rt_unlock();
+}
+
 /* ---- managed memory hints: validated like CUDA 13, then nothing to do on one host ------- */
 static cudaError_t check_location(struct cudaMemLocation loc)
 {
@@ -1046,10 +1132,7 @@ cudaError_t (cudaMemPrefetchAsync)(const void *devPtr, size_t count, struct cuda
     if (e == cudaSuccess) {
         rt_lock();
         rt_block *b = rt_registry_find(devPtr);
-        if (b) {
-            b->prefetch_type = location.type;
-            b->prefetch_id = location.type == cudaMemLocationTypeDevice ? location.id : 0;
-        }
+        if (b) managed_record_prefetch(b, (const char *)devPtr, count, location.type, location.id);
         rt_unlock();
     }
     return rt_err(e);
@@ -1115,9 +1198,12 @@ cudaError_t (cudaMemRangeGetAttribute)(void *data, size_t dataSize, enum cudaMem
     case cudaMemRangeAttributePreferredLocationType: *out = b->pref_type; break;
     case cudaMemRangeAttributePreferredLocationId: *out = b->pref_id; break;
     case cudaMemRangeAttributeLastPrefetchLocation:
-        *out = location_as_device(b->prefetch_type, b->prefetch_id);
+        *out = location_as_device(managed_last_prefetch(b, (const char *)devPtr, count),
+                                  b->prefetch_id);
         break;
-    case cudaMemRangeAttributeLastPrefetchLocationType: *out = b->prefetch_type; break;
+    case cudaMemRangeAttributeLastPrefetchLocationType:
+        *out = managed_last_prefetch(b, (const char *)devPtr, count);
+        break;
     case cudaMemRangeAttributeLastPrefetchLocationId: *out = b->prefetch_id; break;
     case cudaMemRangeAttributeAccessedBy: {
         size_t n = dataSize / sizeof(int), k = 0;
@@ -1150,6 +1236,7 @@ void rt_memory_reset(void)
     for (size_t i = 0; i < reg_n; i++) {
         rt_block *b = reg[i];
         if (b->data) munmap(b->ext, b->ext_len);
+        free(b->pages);
         free(b);
     }
     reg_n = 0;
@@ -1159,5 +1246,6 @@ void rt_memory_reset(void)
     }
     ring_next = 0;
     used_mem = 0;
+    managed_dev_bytes = managed_dev_peak = 0;
     rt_unlock();
 }

@@ -50,6 +50,7 @@ struct rt_block {
     /* managed memory: the hints, kept per allocation (cudaMemRangeGetAttribute reads them) */
     int            read_mostly, accessed_by;
     int            pref_type, pref_id, prefetch_type, prefetch_id;
+    unsigned char *pages;       /* managed: each page's last prefetch location type (0: none) */
     rt_block      *next_free;   /* pool free list                                          */
 };
 

@@ -37,10 +37,16 @@ int main(void)
     // What the hints left behind, read back.
     int attr = -7;
     OK(cudaMemRangeGetAttribute(&attr, sizeof attr, cudaMemRangeAttributeLastPrefetchLocation, m, n * sizeof(float)));
-    // The emulator keeps one last-prefetch location per allocation: the last prefetch went to
-    // the host. (An H200 with CUDA 13.0 tracks pages: it answered cudaInvalidDeviceId, -2,
-    // for this range of mixed locations, 2026-11-30. docs/no-gpu.md lists the difference.)
+    // Locations are kept per page: the whole range is mixed (an H200 with CUDA 13.0 answered
+    // cudaInvalidDeviceId, -2, here, 2026-11-30), the pages prefetched back are on the host,
+    // the others on the device.
+    EXPECT(attr == cudaInvalidDeviceId);
+    OK(cudaMemRangeGetAttribute(&attr, sizeof attr, cudaMemRangeAttributeLastPrefetchLocation, m + 100, 10 * sizeof(float)));
     EXPECT(attr == cudaCpuDeviceId);
+    OK(cudaMemRangeGetAttribute(&attr, sizeof attr, cudaMemRangeAttributeLastPrefetchLocation, m + 3000, 1000 * sizeof(float)));
+    EXPECT(attr == 0);
+    OK(cudaMemRangeGetAttribute(&attr, sizeof attr, cudaMemRangeAttributeLastPrefetchLocationType, m, n * sizeof(float)));
+    EXPECT(attr == cudaMemLocationTypeInvalid);
     OK(cudaMemPrefetchAsync(m, n * sizeof(float), dev, 0, s));
     OK(cudaMemRangeGetAttribute(&attr, sizeof attr, cudaMemRangeAttributeLastPrefetchLocation, m, n * sizeof(float)));
     EXPECT(attr == 0);
@@ -69,6 +75,28 @@ int main(void)
     OK(cudaMallocManaged(&m0, 0));                        // succeeds on an H200 too
     EXPECT_ERR(cudaMallocManaged(&m2, 64, 0x10), cudaErrorInvalidValue);
 #ifdef __CUEMU__
+    {
+        // The emulator's teaching aid: bytes whose last prefetch went to the device, and their
+        // peak. A page is counted for the bytes of the allocation in it.
+        size_t now = 1, peak = 1, page = 4096;
+        float *p = NULL;
+        OK(cudaMallocManaged(&p, 64 * page));
+        cuemuManagedDeviceBytes(&now, &peak, 1);
+        const size_t base_now = now;
+        OK(cudaMemPrefetchAsync(p, 64 * page, dev, 0, 0));
+        cuemuManagedDeviceBytes(&now, &peak, 0);
+        EXPECT(now == base_now + 64 * page && peak == now);
+        OK(cudaMemPrefetchAsync(p, 64 * page, host, 0, 0));
+        OK(cudaMemPrefetchAsync(p, 64 * page, host, 0, 0));   // twice to the host: no change
+        cuemuManagedDeviceBytes(&now, &peak, 0);
+        EXPECT(now == base_now && peak == base_now + 64 * page);
+        OK(cudaMemPrefetchAsync((char *)p + 10 * page, 3 * page, dev, 0, 0));
+        cuemuManagedDeviceBytes(&now, &peak, 1);
+        EXPECT(now >= base_now + 3 * page && now <= base_now + 4 * page && peak == now);
+        OK(cudaFree(p));                                          // freeing forgets its pages
+        cuemuManagedDeviceBytes(&now, &peak, 0);
+        EXPECT(now == base_now);
+    }
     // pageableMemoryAccess is 0 on this device: only managed memory can be prefetched, and
     // only within its allocation.
     float *d = NULL;
