@@ -186,7 +186,7 @@ cleanup:
     return status;
 }
 
-/* High-water marks can only be reset (to 0, which restarts them from the current value). */
+/* High-water marks can only be reset, by setting them to 0; they then grow again from there. */
 extern "C" int mempool_reset_high(cudaMemPool_t pool)
 {
     int status = 0;
