@@ -125,7 +125,8 @@ static tpool_block *tpool_find(struct tpool *p, const void *ptr)
 }
 
 /* Records a new block of class k at `offset` (host bookkeeping only); *index gets its index. */
-static inline int tpool_add_block(struct tpool *p, size_t offset, int k, int *index)
+__attribute__((unused))   /* unused only until 07.1 calls it */
+static int tpool_add_block(struct tpool *p, size_t offset, int k, int *index)
 {
     int status = 0;
     if (p->nblocks == p->blocks_cap) {
