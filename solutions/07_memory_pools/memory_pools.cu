@@ -23,7 +23,8 @@
 
 // ---- the pool's errors: Python raises tut.LibraryError with the name --------------------------
 #define TPOOL_ERR_SIZE        (-101)   /* 0 bytes, or more than the whole pool */
-#define TPOOL_ERR_FULL        (-102)   /* no free block of the class, and no room left to carve */
+#define TPOOL_ERR_FULL        (-102)   /* no free block of the class and no room to carve; or
+                                          TPOOL_MAX_POOLS pools live already */
 #define TPOOL_ERR_DOUBLE_FREE (-103)   /* the block is already free */
 #define TPOOL_ERR_FOREIGN     (-104)   /* not the start of a block this pool handed out */
 #define TPOOL_ERR_HANDLE      (-105)   /* not a live pool: destroyed, or never created */
@@ -132,9 +133,11 @@ static int tpool_add_block(struct tpool *p, size_t offset, int k, int *index)
     if (p->nblocks == p->blocks_cap) {
         int cap = p->blocks_cap ? 2 * p->blocks_cap : 64;
         tpool_block *grown = (tpool_block *)realloc(p->blocks, cap * sizeof *grown);
-        if (grown == NULL)
-            TPOOL_FAIL(TPOOL_ERR_FULL, "no host memory for the pool's block table (%d blocks).",
-                       cap);
+        if (grown == NULL) {   /* the host is out of memory: CUDA's own word for it */
+            status = tut_record((int)cudaErrorMemoryAllocation, "realloc(p->blocks, ...)",
+                                __FILE__, __LINE__);
+            goto cleanup;
+        }
         p->blocks = grown;
         p->blocks_cap = cap;
     }
@@ -172,9 +175,11 @@ extern "C" int tpool_create(struct tpool **out, size_t capacity)
     p = (struct tpool *)calloc(1, sizeof *p);
     if (p != NULL)
         p->block_at = (int *)calloc(capacity / TPOOL_ALIGN, sizeof(int));
-    if (p == NULL || p->block_at == NULL)
-        TPOOL_FAIL(TPOOL_ERR_FULL, "no host memory for the bookkeeping of a %zu-byte pool.",
-                   capacity);
+    if (p == NULL || p->block_at == NULL) {
+        status = tut_record((int)cudaErrorMemoryAllocation, "calloc (the pool's host tables)",
+                            __FILE__, __LINE__);
+        goto cleanup;
+    }
     CUDA_CHECK(cudaMalloc(&p->base, capacity));
     p->capacity = capacity;
     for (int k = 0; k < TPOOL_CLASSES; k++)
@@ -185,7 +190,7 @@ extern "C" int tpool_create(struct tpool **out, size_t capacity)
     *out = p;
     p = NULL;   /* the caller owns it now */
 cleanup:
-    if (p != NULL) {
+    if (p != NULL) {   /* failed half way: undo what was done */
         cudaFree(p->base);
         free(p->block_at);
         free(p);
@@ -229,8 +234,9 @@ cleanup:
 
 // ---- tpool: the exercises ----------------------------------------------------------------------
 
-/* 07.2, part 1: block i goes back on its class's free list (LIFO: the most recently freed block
-   is the next one handed out, while it is still in the GPU's caches). */
+/* 07.2, part 1: block i goes back on its class's free list. Last in, first out: the block freed
+   most recently is the next one handed out, as in most caching allocators (one pointer to move,
+   and the memory used last is used again). */
 static void tpool_push_free(struct tpool *p, int i)
 {
     // @solution 07.2: push block i onto the free list of its class: its next_free is the old head, and it becomes the head (~2 lines)
