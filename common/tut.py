@@ -34,6 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 TUT_ERR_TODO = -1   # same values as common/tut_check.h
 TUT_ERR_ARG = -2
+TUT_ERR_LIBRARY = -100   # this and below: a chapter's own errors (LibraryError)
 EXIT_PASS, EXIT_FAIL, EXIT_SKIP = 0, 1, 77
 
 # Lazy module loading makes the first launch of each kernel load code onto the device, which
@@ -68,6 +69,16 @@ class ExerciseNotDone(NotImplementedError):
     def __init__(self, where):
         super().__init__(f"exercise not done yet: TODO(student) at {where}")
         self.where = where
+
+
+class LibraryError(RuntimeError):
+    """A chapter's own C code refused something (a pool's double free, a foreign pointer...):
+    not a CUDA error. .code (<= -100) and .name ("TPOOL_ERR_DOUBLE_FREE") say which, .where the
+    C file:line; the message is the C code's sentence."""
+
+    def __init__(self, code, name, message, where=""):
+        super().__init__(f"{name} ({code}): {message}")
+        self.code, self.name, self.where = code, name, where
 
 
 class Skip(Exception):
@@ -171,6 +182,8 @@ class Library:
         expr = self.cdll.tut_last_error_expr().decode()
         if status == TUT_ERR_ARG:
             return ValueError(f"the C code refused an argument: {message}")
+        if status <= TUT_ERR_LIBRARY:
+            return LibraryError(status, name, message, _relative(where))
         return CudaError(status, name, message, _relative(where), expr, self.diagnostic())
 
     def error_name(self, code):
@@ -639,7 +652,7 @@ def _first_failure(e):
     first = e
     while e.__context__ is not None:
         e = e.__context__
-        if isinstance(e, (CudaError, AssertionError, ExerciseNotDone, Skip)):
+        if isinstance(e, (CudaError, LibraryError, AssertionError, ExerciseNotDone, Skip)):
             first = e
     return first
 
@@ -711,7 +724,7 @@ class Chapter:
                 status, message = "NOT DONE", str(root)
             elif isinstance(root, Skip):
                 status, message = "SKIP", str(root)
-            elif isinstance(root, (AssertionError, CudaError)):
+            elif isinstance(root, (AssertionError, CudaError, LibraryError)):
                 status, message = "FAIL", f"{type(root).__name__}: {root}"
             else:  # a bug in the test or the driver: show everything
                 status, message = "ERROR", "".join(traceback.format_exception(e)).rstrip()

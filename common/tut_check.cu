@@ -7,6 +7,7 @@
 #include "tut_check.h"
 #include "tut_timer.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,6 +52,24 @@ extern "C" int tut_record(int code, const char *expr, const char *file, int line
     snprintf(tut_last.name, sizeof tut_last.name, "%s", name);
     snprintf(tut_last.message, sizeof tut_last.message, "%s:%d: %s -> %s: %s",
              tut_basename(file), line, expr, name, text);
+    return code;
+}
+
+extern "C" int tut_record_error(int code, const char *name, const char *file, int line,
+                                const char *fmt, ...)
+{
+    char text[768];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(text, sizeof text, fmt, args);
+    va_end(args);
+    tut_last.code = code;
+    tut_last.line = line;
+    snprintf(tut_last.file, sizeof tut_last.file, "%s", file);
+    snprintf(tut_last.expr, sizeof tut_last.expr, "%s", name);
+    snprintf(tut_last.name, sizeof tut_last.name, "%s", name);
+    snprintf(tut_last.message, sizeof tut_last.message, "%s:%d: %s: %s",
+             tut_basename(file), line, name, text);
     return code;
 }
 

@@ -21,6 +21,9 @@
 /* Status values beyond cudaError_t (all CUDA error codes are >= 0). */
 #define TUT_ERR_TODO    (-1)   /* the student's TODO(student) hole was reached */
 #define TUT_ERR_ARG     (-2)   /* bad argument caught in C (Python should have caught it first) */
+/* This value and below: a chapter's own errors (a pool's "double free"...), recorded with
+   tut_record_error, which names them; Python raises tut.LibraryError. */
+#define TUT_ERR_LIBRARY (-100)
 
 /* Make TUT_SYNC_AFTER_LAUNCH=1 (make NVCCFLAGS+=-DTUT_SYNC_AFTER_LAUNCH=1) to synchronise after
    every launch, so a fault inside a kernel is blamed on that kernel and not on a later call. */
@@ -33,6 +36,14 @@ extern "C" {
 #endif
 /* Records a failure; `code` is a cudaError_t or a TUT_ERR_* value. Returns code. */
 int tut_record(int code, const char *expr, const char *file, int line);
+/* Records a chapter's own error (code <= TUT_ERR_LIBRARY): `name` is its short name
+   ("TPOOL_ERR_DOUBLE_FREE"), the rest a printf-style sentence saying what went wrong. */
+int tut_record_error(int code, const char *name, const char *file, int line,
+                     const char *fmt, ...)
+#ifdef __GNUC__
+    __attribute__((format(printf, 5, 6)))
+#endif
+    ;
 #ifdef __cplusplus
 }
 #endif

@@ -103,6 +103,32 @@ class Harness(unittest.TestCase):
         self.assertIn("in the kernel", r["message"])
         self.assertNotIn("in cudaFree", r["message"])
 
+    def test_a_chapters_own_error_is_a_failure(self):
+        def test(ctx):
+            raise tut.LibraryError(-103, "TPOOL_ERR_DOUBLE_FREE", "already free", "x.cu:9")
+        ch = tut.Chapter(7, "07_x")
+        ch.exercise(1, "t")(test)
+        lib = type("Lib", (), {"backend": "cpu", "mem_used": lambda self: 0,
+                               "synchronize": lambda self: 0})()
+        r = ch.run_test(ch.tests[0], lib, seed=1)
+        self.assertEqual(r["status"], "FAIL")
+        self.assertIn("TPOOL_ERR_DOUBLE_FREE", r["message"])
+
+    def test_statuses_below_library_base_raise_library_error(self):
+        fake = type("CDLL", (), {
+            "tut_last_error_file": lambda self: b"chapters/x/x.cu",
+            "tut_last_error_line": lambda self: 12,
+            "tut_last_error_name": lambda self: b"TPOOL_ERR_FOREIGN",
+            "tut_last_error_message": lambda self: b"x.cu:12: TPOOL_ERR_FOREIGN: not ours.",
+            "tut_last_error_expr": lambda self: b"TPOOL_ERR_FOREIGN"})()
+        lib = tut.Library.__new__(tut.Library)
+        lib.cdll = fake
+        e = lib.error(-104)
+        self.assertIsInstance(e, tut.LibraryError)
+        self.assertEqual((e.code, e.name, e.where),
+                         (-104, "TPOOL_ERR_FOREIGN", "chapters/x/x.cu:12"))
+        self.assertIsInstance(lib.error(-2), ValueError)
+
     def test_ids_are_unique(self):
         ch = tut.Chapter(7, "07_x")
         ch.exercise(1, "a")(lambda ctx: None)
