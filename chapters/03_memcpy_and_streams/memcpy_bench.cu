@@ -39,6 +39,35 @@ cleanup:
     return status;
 }
 
+/* A host-to-device and a device-to-host copy of `bytes` each, on two streams at once, between
+   two events on the legacy stream 0 (blocking streams: the start event precedes both copies and
+   the stop event follows both). PCIe is full duplex and each direction has its own copy engine,
+   so the two can overlap completely. h_src and h_dst must be pinned, or nothing overlaps. */
+extern "C" int bench_copy_both(void *d_dst, const void *h_src, void *h_dst, const void *d_src,
+                               size_t bytes, int reps, float *times_ms)
+{
+    int status = 0;
+    cudaStream_t up = NULL, down = NULL;
+    tut_timer t = {0};
+
+    CUDA_CHECK(cudaStreamCreate(&up));
+    CUDA_CHECK(cudaStreamCreate(&down));
+    CUDA_CHECK(tut_timer_init(&t));
+    for (int i = -1; i < reps; i++) {   /* i = -1: the warm-up, not timed */
+        CUDA_CHECK(tut_timer_start(&t, 0));
+        CUDA_CHECK(cudaMemcpyAsync(d_dst, h_src, bytes, cudaMemcpyHostToDevice, up));
+        CUDA_CHECK(cudaMemcpyAsync(h_dst, d_src, bytes, cudaMemcpyDeviceToHost, down));
+        CUDA_CHECK(tut_timer_lap(&t, i, times_ms));
+    }
+cleanup:
+    tut_timer_free(&t);
+    if (up)
+        cudaStreamDestroy(up);
+    if (down)
+        cudaStreamDestroy(down);
+    return status;
+}
+
 /* An allocation and its free, `reps` times after a warm-up pair: kind 0 = cudaMalloc +
    cudaFree, 1 = cudaMallocHost + cudaFreeHost (every page locked, then unlocked, by the OS).
    A host clock is right here: both calls return only when their work is done. */
