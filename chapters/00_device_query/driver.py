@@ -243,6 +243,12 @@ def bench(lib):
           f"{d.memory_bus_width} bits / 8", bw, "GB/s")
     copy = b.d2d_copy_gbps(1 << 30 if lib.backend == "gpu" else 1 << 22)
     b.figure("device-to-device copy / theoretical bandwidth", 100 * copy / bw, "%", 1)
+    # The sizes the memory-hierarchy picture shows (tools/pictures.py reads them from the record)
+    b.figure("global memory", d.total_global_mem / 2**30, "GiB", 1)
+    b.figure("L2 cache", d.l2_cache_size / 2**20, "MiB", 1)
+    b.figure("shared memory per block, opt-in", d.shared_mem_per_block_optin / 1024, "KiB", 0)
+    b.figure("shared memory per SM", d.shared_mem_per_multiprocessor / 1024, "KiB", 0)
+    b.figure("multiprocessors", d.multiprocessor_count, "SMs", 0)
 
 
 if __name__ == "__main__":

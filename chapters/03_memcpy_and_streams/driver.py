@@ -10,8 +10,10 @@ import contextlib
 import ctypes
 import functools
 import gc
+import json
 import os
 import sys
+import time
 import weakref
 from pathlib import Path
 from types import SimpleNamespace
@@ -56,6 +58,9 @@ def c_api(lib):
         # int bench_copy_both(void *d_dst, const void *h_src, void *h_dst, const void *d_src,
         #     size_t bytes, int reps, float *times_ms)
         bench_copy_both=lib.bind("bench_copy_both", [P, P, P, P, Z, I, tut.c_float_p]),
+        # int bench_timeline(const float *h_x, float *h_y, size_t n, size_t chunk_elems,
+        #     int nstreams, float *stamps_ms, int max_chunks)
+        bench_timeline=lib.bind("bench_timeline", [P, P, Z, Z, I, tut.c_float_p, I]),
         # int stream_create(cudaStream_t *stream)
         stream_create=lib.bind("stream_create", [ctypes.POINTER(P)]),
         # int stream_destroy(cudaStream_t stream)
@@ -738,11 +743,36 @@ def bench(lib):
                                  atol=1e-6, name=f"pipeline with {nstreams} streams")
                 ms[nstreams] = tut.median_ms(lambda r, t: api.bench_pipeline(
                     pipe.handle, tut.ptr(h_x.array), tut.ptr(h_y.array), n, 2.0, 1.0, r, t), 10)
+        _timeline(lib, h_x, h_y, n // 8, chunk)
     b.row(f"pipeline, 1 stream ({_size(4 * n)} in, chunks of {_size(4 * chunk)})", ms[1], "ms")
     b.row("pipeline, 4 streams, same chunks", ms[4], "ms")
     b.figure("pipeline, 4 streams vs 1: speed-up", ms[1] / ms[4], "x")
     # bytes copied in over the whole run's time, against the pinned copy measured above
     b.row("pipeline, 4 streams: H2D throughput", _gbps(4 * n, ms[4]), "GB/s", ceiling)
+
+
+def _timeline(lib, h_x, h_y, n, chunk):
+    """Event timestamps of every step of every chunk, on 1 and on 4 streams, into
+    build/figures/03_timeline.json, which tools/pictures.py draws (make pictures)."""
+    runs = []
+    for nstreams in (1, 4):
+        chunks = -(-n // chunk)
+        stamps = np.zeros(4 * chunks, np.float32)
+        c_api(lib).bench_timeline(tut.ptr(h_x.array), tut.ptr(h_y.array), n, chunk, nstreams,
+                                  stamps.ctypes.data_as(tut.c_float_p), chunks)
+        ops = []
+        for c in range(chunks):
+            t = [float(v) for v in stamps[4 * c:4 * c + 4]]
+            for kind, t0, t1 in (("h2d", t[0], t[1]), ("kernel", t[1], t[2]),
+                                 ("d2h", t[2], t[3])):
+                ops.append([c % nstreams, kind, c, round(t0, 4), round(t1, 4)])
+        runs.append({"streams": nstreams, "chunk_bytes": 4 * chunk, "bytes": 4 * n,
+                     "ops": ops})
+    out = tut.build_dir() / "figures" / "03_timeline.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"backend": lib.backend, "date": time.strftime("%Y-%m-%d"),
+                               "runs": runs}, indent=0))
+    print(f"  timeline of {_size(4 * n)} on 1 and 4 streams: {out} (make pictures draws it)")
 
 
 def _plot(sizes, table, backend):

@@ -8,6 +8,7 @@
 #include "tut_timer.h"
 
 #include <chrono>
+#include <stdlib.h>
 
 /* From memcpy_and_streams.cu (C linkage: one symbol, whatever the struct holds). */
 typedef struct pipeline pipeline;
@@ -117,5 +118,90 @@ extern "C" int bench_pipeline(pipeline *p, const float *h_x, float *h_y, size_t 
     }
 cleanup:
     tut_timer_free(&t);
+    return status;
+}
+
+/* ---- the stream timeline (tools/pictures.py draws it) ------------------------------------- */
+
+/* The pipeline's work, y = a * x + b, in a kernel of this file's own (the lesson's kernel lives
+   in memcpy_and_streams.cu). */
+__global__ void timeline_kernel(float *buf, size_t n, float a, float b)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        buf[i] = a * buf[i] + b;
+}
+
+/* The pipeline of 03.3 once more, with an event before and after each step of each chunk:
+   stamps_ms[4 * c + j], j = 0 before its copy in, 1 after it (the kernel starts), 2 after the
+   kernel, 3 after its copy out, all in ms from one start event. An event records when the GPU
+   reached that point of its stream, so the picture shows what really overlapped. h_x and h_y
+   must be pinned. At most max_chunks chunks are stamped; the rest run unrecorded. */
+#define TIMELINE_MAX_STREAMS 8
+extern "C" int bench_timeline(const float *h_x, float *h_y, size_t n, size_t chunk_elems,
+                              int nstreams, float *stamps_ms, int max_chunks)
+{
+    int status = 0;
+    cudaStream_t streams[TIMELINE_MAX_STREAMS] = {0};
+    float *d_buf[TIMELINE_MAX_STREAMS] = {0};
+    cudaEvent_t start = NULL, *ev = NULL;
+    size_t nchunks = chunk_elems ? (n + chunk_elems - 1) / chunk_elems : 0;
+    int stamped = 0;
+
+    TUT_REQUIRE(nstreams >= 1 && nstreams <= TIMELINE_MAX_STREAMS && chunk_elems >= 1);
+    TUT_REQUIRE(max_chunks >= 0);
+    stamped = nchunks < (size_t)max_chunks ? (int)nchunks : max_chunks;
+    ev = (cudaEvent_t *)calloc((size_t)stamped * 4 + 1, sizeof *ev);
+    if (ev == NULL) {
+        status = tut_record((int)cudaErrorMemoryAllocation, "calloc", __FILE__, __LINE__);
+        goto cleanup;
+    }
+    for (int s = 0; s < nstreams; s++) {
+        CUDA_CHECK(cudaStreamCreate(&streams[s]));
+        CUDA_CHECK(cudaMalloc(&d_buf[s], chunk_elems * sizeof(float)));
+    }
+    for (int i = 0; i < 4 * stamped; i++)
+        CUDA_CHECK(cudaEventCreate(&ev[i]));
+    CUDA_CHECK(cudaEventCreate(&start));
+    /* blocking streams: their work starts after this event on the legacy stream 0 */
+    CUDA_CHECK(cudaEventRecord(start, 0));
+    for (size_t first = 0, c = 0; first < n; first += chunk_elems, c++) {
+        int s = (int)(c % (size_t)nstreams);
+        size_t len = n - first < chunk_elems ? n - first : chunk_elems;
+        bool stamp = c < (size_t)stamped;
+        if (stamp)
+            CUDA_CHECK(cudaEventRecord(ev[4 * c], streams[s]));
+        CUDA_CHECK(cudaMemcpyAsync(d_buf[s], h_x + first, len * sizeof(float),
+                                   cudaMemcpyHostToDevice, streams[s]));
+        if (stamp)
+            CUDA_CHECK(cudaEventRecord(ev[4 * c + 1], streams[s]));
+        timeline_kernel<<<4096, 256, 0, streams[s]>>>(d_buf[s], len, 2.0f, 1.0f);
+        CUDA_CHECK_LAUNCH();
+        if (stamp)
+            CUDA_CHECK(cudaEventRecord(ev[4 * c + 2], streams[s]));
+        CUDA_CHECK(cudaMemcpyAsync(h_y + first, d_buf[s], len * sizeof(float),
+                                   cudaMemcpyDeviceToHost, streams[s]));
+        if (stamp)
+            CUDA_CHECK(cudaEventRecord(ev[4 * c + 3], streams[s]));
+    }
+    for (int s = 0; s < nstreams; s++)
+        CUDA_CHECK(cudaStreamSynchronize(streams[s]));
+    for (int i = 0; i < 4 * stamped; i++)
+        CUDA_CHECK(cudaEventElapsedTime(&stamps_ms[i], start, ev[i]));
+cleanup:
+    for (int s = 0; s < nstreams && s < TIMELINE_MAX_STREAMS; s++) {
+        if (streams[s]) {
+            cudaStreamSynchronize(streams[s]);   /* nothing may still use d_buf, h_x, h_y */
+            cudaStreamDestroy(streams[s]);
+        }
+        cudaFree(d_buf[s]);
+    }
+    if (ev != NULL)
+        for (int i = 0; i < 4 * stamped; i++)
+            if (ev[i])
+                cudaEventDestroy(ev[i]);
+    free(ev);
+    if (start)
+        cudaEventDestroy(start);
     return status;
 }
