@@ -12,12 +12,15 @@ every figure each chapter's Bench printed (tut.Bench records them when TUT_RECOR
 What is checked. In chapters/*/README.md and docs/*.md, a figure is a number with a GPU unit:
 GB/s, TB/s, TFLOP/s, GFLOP/s, us, ms, a ratio (8.0x) or a percentage (88%). It is checked when
 it stands in measurement context: its paragraph, list item or table row says "H200", or an
-earlier block of the same section (since the last heading) does. It matches when some figure of
+earlier block of the same section (since the last heading) does. In the solutions' .cu files,
+the drivers and common/, a figure within two lines of "H200" (a comment) is checked too. It matches when some figure of
 one recorded run rounds to it at the precision quoted ("4234 GB/s" matches 4234.4; "55.5" needs
 55.45 to 55.55):
   - a figure's value, in the same unit;
-  - a figure's ratio to its ceiling, as a percentage (Bench.row's "of ceiling");
-  - a ratio of two figures of the same run and unit, as "x" or as a percentage.
+  - a figure's ratio to its ceiling, as a percentage (Bench.row's "of ceiling").
+A ratio of two figures ("12.5x", "91% of two one-way copies") must be recorded as a figure of
+its own (Bench.figure(..., "x")): ratios computed here from any two figures would match almost
+any number, and the check would catch nothing.
 A range quoted over several runs ("7.5x to 9.1x") is two figures, each of which must be in some
 recorded run. A number that is not a measurement (a spec sheet value, a computed bound) is
 exempted by a marker after it on the same line, with a reason:
@@ -28,7 +31,6 @@ Every figure before the marker on its line is exempt. A marker without a reason 
 """
 import argparse
 import datetime
-import itertools
 import json
 import re
 import shutil
@@ -70,16 +72,6 @@ def candidates(run):
     for f in figs:
         unit = UNITS.get(f["unit"], f["unit"])
         out.append((float(f["value"]), unit, f"{f['chapter']}: {f['what']}"))
-    by_unit = {}
-    for f in figs:
-        if f["value"] > 0 and f["unit"] not in ("x", "%"):
-            by_unit.setdefault(UNITS.get(f["unit"], f["unit"]), []).append(f)
-    for group in by_unit.values():
-        for a, b in itertools.permutations(group, 2):
-            r = a["value"] / b["value"]
-            how = f"{a['chapter']}: {a['what']} / {b['chapter']}: {b['what']}"
-            out.append((r, "x", how))
-            out.append((100.0 * r, "%", how))
     return out
 
 
@@ -96,7 +88,30 @@ def matches(text_value, unit, cands):
 # ---- the lessons --------------------------------------------------------------------------------
 def lesson_files():
     files = sorted(REPO.glob("chapters/*/README.md")) + sorted(REPO.glob("docs/*.md"))
-    return [f for f in files if f.parent != RECORD_DIR]
+    code = (sorted(REPO.glob("solutions/*/*.cu")) + sorted(REPO.glob("chapters/*/driver.py"))
+            + sorted(REPO.glob("common/*.[ch]*")) + sorted(REPO.glob("common/*.py")))
+    return [f for f in files if f.parent != RECORD_DIR] + code
+
+
+def code_figures(text):
+    """The same figures in source code: in measurement context when "H200" is on the line or
+    within two lines of it (a comment's sentence)."""
+    lines = text.splitlines()
+    near = set()
+    for i, line in enumerate(lines):
+        if CONTEXT.search(line):
+            near.update(range(i - 2, i + 3))
+    found = []
+    for i in sorted(n for n in near if 0 <= n < len(lines)):
+        line = lines[i]
+        marks = list(MARKER.finditer(line))
+        for m in FIGURE.finditer(line):
+            unit_text = m.group(2) or m.group(3) or m.group(4)
+            if unit_text is None:
+                continue
+            reason = next((k.group(1).strip() for k in marks if k.start() >= m.end()), None)
+            found.append((i + 1, m.group(1), UNITS[unit_text], reason))
+    return found
 
 
 def blocks(text):
@@ -198,7 +213,8 @@ def check(files=None, runs=None, verbose=False):
     problems, checked = [], 0
     for path in files or lesson_files():
         rel = path.relative_to(REPO) if path.is_relative_to(REPO) else path
-        for line, number, unit, reason in quoted_figures(path.read_text()):
+        scan = quoted_figures if path.suffix == ".md" else code_figures
+        for line, number, unit, reason in scan(path.read_text()):
             if unit == "marker":
                 problems.append(f"{rel}:{line}: {number}: an opt-out marker needs a reason")
                 continue
@@ -258,7 +274,8 @@ def selftest():
         ("On an H200 the copy ran at 4234 GB/s.", 0),
         ("On an H200 the copy ran at 4235 GB/s.", 1),         # a changed number fails
         ("On an H200 the copy ran at 4234.4 GB/s, add 3419 GB/s (80.8%).", 0),
-        ("On an H200 add reached 81% of the copy: 0.81x, or 0.8x.", 0),
+        ("On an H200 add reached 81% (80.8%) of the copy, in 12.5x less.", 0),
+        ("On an H200 the copy is 1.24x the add.", 1),           # a ratio nobody recorded
         ("On an H200: 63 / 4234 us, and 99 vs 4234 GB/s.", 2),  # the bare numbers count too
         ("The copy ran at 4299 GB/s.", 0),                    # no H200 in context: not checked
         ("## Measured on an H200\n\n| a | 63 us | 12.5x |\n| b | 64 us |", 1),

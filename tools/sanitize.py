@@ -88,6 +88,16 @@ def expected_by(entries, tool, test_id, report):
     return None
 
 
+def find_sanitizer(given):
+    nvcc = shutil.which("nvcc")
+    for candidate in (given, "compute-sanitizer",
+                      nvcc and str(Path(nvcc).resolve().parent / "compute-sanitizer"),
+                      "/usr/local/cuda/bin/compute-sanitizer"):
+        if candidate and shutil.which(candidate):
+            return shutil.which(candidate)
+    return None
+
+
 def test_ids(driver, env):
     out = subprocess.run([sys.executable, str(driver), "--list"], capture_output=True,
                          text=True, env=env, check=True).stdout
@@ -100,20 +110,23 @@ def main(argv=None):
     p.add_argument("--tool", action="append", choices=sorted(TOOLS), help="only this tool")
     p.add_argument("--only", help="only test ids matching this glob, e.g. '04.*'")
     p.add_argument("--keep", metavar="DIR", help="keep every raw log in DIR")
-    p.add_argument("--sanitizer", default=os.environ.get("COMPUTE_SANITIZER",
-                                                          "compute-sanitizer"))
+    p.add_argument("--sanitizer", default=os.environ.get("COMPUTE_SANITIZER"),
+                   help="the compute-sanitizer to run (default: PATH, then next to nvcc)")
+    p.add_argument("--backend", default="gpu", choices=("gpu", "cpu"),
+                   help="cpu only to test this script itself with a stand-in sanitizer")
     args = p.parse_args(argv)
-    if shutil.which(args.sanitizer) is None:
-        print(f"error: {args.sanitizer} not found: it comes with the CUDA toolkit "
-              f"(add its bin/ to PATH, or set COMPUTE_SANITIZER)")
+    args.sanitizer = find_sanitizer(args.sanitizer)
+    if args.sanitizer is None:
+        print("error: compute-sanitizer not found: it comes with the CUDA toolkit (add its "
+              "bin/ to PATH, or set COMPUTE_SANITIZER=/path/to/compute-sanitizer)")
         return 1
     entries = load_expected()
-    env = dict(os.environ, TUT_BACKEND="gpu", TUT_TREE="solutions", TUT_SANITIZER="1")
+    env = dict(os.environ, TUT_BACKEND=args.backend, TUT_TREE="solutions", TUT_SANITIZER="1")
     chapters = sorted(d for d in (REPO / "chapters").glob("[0-9][0-9]_*") if d.is_dir()
                       and (args.chapter is None or d.name in args.chapter))
     logdir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="sanitize-"))
     logdir.mkdir(parents=True, exist_ok=True)
-    unexpected, failed, expected_count, runs = [], [], 0, 0
+    unexpected, failed, expected_count, runs, ran = [], [], 0, 0, set()
     for tool in args.tool or list(TOOLS):
         for chapter in chapters:
             driver = chapter / "driver.py"
@@ -126,6 +139,7 @@ def main(argv=None):
                        "--only", test_id, "--seed", "1"]
                 proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
                 runs += 1
+                ran.add((tool, test_id))
                 found = reports(log.read_text(errors="replace")) if log.exists() else []
                 bad = []
                 for r in found:
@@ -144,8 +158,9 @@ def main(argv=None):
         print(f"\n--- unexpected {tool} report in {test_id}:\n{text}")
     for tool, test_id, text in failed:
         print(f"\n--- {test_id} failed under {tool}:\n{text.strip()}")
-    stale = [e for e in entries if e["used"] == 0
-             and (args.tool is None or e["tool"] in args.tool)]
+    stale = [e for e in entries if e["used"] == 0   # declared for a test that ran, unused
+             and any(e["tool"] in (tool, "*") and fnmatch.fnmatchcase(test_id, e["glob"])
+                     for tool, test_id in ran)]
     for e in stale:
         print(f"note: {EXPECTED.name}:{e['line']} matched nothing in this run "
               f"({e['tool']} {e['glob']}): still needed?")

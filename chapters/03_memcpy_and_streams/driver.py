@@ -55,6 +55,8 @@ def c_api(lib):
         memory_type=lib.bind("memory_type", [P, ctypes.POINTER(I)]),
         # int copy_bytes(void *dst, const void *src, size_t bytes, int kind)
         copy_bytes=lib.bind("copy_bytes", [P, P, Z, I]),
+        # int bench_release(void)     destroys the benchmarks' two streams, if made
+        bench_release=lib.bind("bench_release", []),
         # int bench_copy_both(void *d_dst, const void *h_src, void *h_dst, const void *d_src,
         #     size_t bytes, int reps, float *times_ms)
         bench_copy_both=lib.bind("bench_copy_both", [P, P, P, P, Z, I, tut.c_float_p]),
@@ -674,6 +676,13 @@ def bench(lib):
     b = tut.Bench(lib, "03 memcpy and streams")
     gpu = lib.backend == "gpu"
     api = c_api(lib)
+    try:
+        _bench(lib, b, gpu, api)
+    finally:
+        api.bench_release()   # the benchmarks' streams, made once for all of them
+
+
+def _bench(lib, b, gpu, api):
     top = 256 * MiB if gpu else 4 * MiB
     sizes = [4 * KiB << (2 * k) for k in range(10) if (4 * KiB << (2 * k)) <= top]
     rng = np.random.default_rng(3)

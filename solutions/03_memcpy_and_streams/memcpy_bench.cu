@@ -16,7 +16,34 @@ extern "C" int pipeline_run(pipeline *p, const float *h_x, float *h_y, size_t n,
 
 // ---- benchmarks (driver.py --bench) -------------------------------------------------------
 
-/* One copy of `bytes` on a stream of its own, event-timed, `reps` times after a warm-up. With a
+/* Two streams for every benchmark, created by the first one that needs them and kept: a program
+   creates its streams once, at setup, not around every call. bench_release destroys them
+   (driver.py calls it at exit). */
+static cudaStream_t bench_streams[2] = {NULL, NULL};
+
+static cudaError_t bench_stream(int which, cudaStream_t *out)
+{
+    cudaError_t err = cudaSuccess;
+    if (bench_streams[which] == NULL)
+        err = cudaStreamCreate(&bench_streams[which]);
+    *out = bench_streams[which];
+    return err;
+}
+
+extern "C" int bench_release(void)
+{
+    int status = 0;
+    for (int i = 0; i < 2; i++) {
+        cudaStream_t s = bench_streams[i];
+        bench_streams[i] = NULL;
+        if (s != NULL)
+            CUDA_CHECK(cudaStreamDestroy(s));
+    }
+cleanup:
+    return status;
+}
+
+/* One copy of `bytes` on a stream of the benchmarks', event-timed, `reps` times after a warm-up. With a
    pageable host buffer the events still bracket the copy: the staging happens inside it. */
 extern "C" int bench_copy(void *dst, const void *src, size_t bytes, int kind, int reps,
                           float *times_ms)
@@ -26,7 +53,7 @@ extern "C" int bench_copy(void *dst, const void *src, size_t bytes, int kind, in
     tut_timer t = {0};
 
     TUT_REQUIRE(kind >= 1 && kind <= 3);
-    CUDA_CHECK(cudaStreamCreate(&stream));
+    CUDA_CHECK(bench_stream(0, &stream));
     CUDA_CHECK(tut_timer_init(&t));
     for (int i = -1; i < reps; i++) {   /* i = -1: the warm-up, not timed */
         CUDA_CHECK(tut_timer_start(&t, stream));
@@ -35,8 +62,8 @@ extern "C" int bench_copy(void *dst, const void *src, size_t bytes, int kind, in
     }
 cleanup:
     tut_timer_free(&t);
-    if (stream)
-        cudaStreamDestroy(stream);
+    if (stream && status != 0)
+        cudaStreamSynchronize(stream);   /* nothing queued may outlive the caller's buffers */
     return status;
 }
 
@@ -51,8 +78,8 @@ extern "C" int bench_copy_both(void *d_dst, const void *h_src, void *h_dst, cons
     cudaStream_t up = NULL, down = NULL;
     tut_timer t = {0};
 
-    CUDA_CHECK(cudaStreamCreate(&up));
-    CUDA_CHECK(cudaStreamCreate(&down));
+    CUDA_CHECK(bench_stream(0, &up));
+    CUDA_CHECK(bench_stream(1, &down));
     CUDA_CHECK(tut_timer_init(&t));
     for (int i = -1; i < reps; i++) {   /* i = -1: the warm-up, not timed */
         CUDA_CHECK(tut_timer_start(&t, 0));
@@ -62,10 +89,12 @@ extern "C" int bench_copy_both(void *d_dst, const void *h_src, void *h_dst, cons
     }
 cleanup:
     tut_timer_free(&t);
-    if (up)
-        cudaStreamDestroy(up);
-    if (down)
-        cudaStreamDestroy(down);
+    if (status != 0) {   /* nothing queued may outlive the caller's buffers */
+        if (up)
+            cudaStreamSynchronize(up);
+        if (down)
+            cudaStreamSynchronize(down);
+    }
     return status;
 }
 
