@@ -214,6 +214,26 @@ def test_grid_stride(ctx):
                              rtol=1e-5, atol=1e-6, name=f"saxpy n={n} <<<{blocks}, {block}>>>")
 
 
+@CH.check("float4-alignment", "the float4 vector add is right on pointers not 16-byte aligned")
+def test_float4_alignment(ctx):
+    """A float4 access needs a 16-byte aligned address; the kernel falls back to scalar loads
+    when any pointer is not (a GPU would fault with cudaErrorMisalignedAddress)."""
+    n = 1031
+    a, b = tut.random_f32(ctx.rng, n + 1), tut.random_f32(ctx.rng, n + 1)
+    times = np.zeros(1, np.float32)
+    with tut.DeviceBuffer.from_array(ctx.lib, a) as d_a, \
+            tut.DeviceBuffer.from_array(ctx.lib, b) as d_b, \
+            tut.DeviceBuffer(ctx.lib, a.nbytes) as d_c:
+        for shift in (0, 1, 2, 3):   # floats: 4-byte steps off the 256-byte aligned start
+            at = [ctypes.c_void_p(buf.ptr.value + 4 * shift) for buf in (d_a, d_b, d_c)]
+            c_api(ctx.lib).bench_vector_add(3, *at, n + 1 - shift, 1,
+                                            times.ctypes.data_as(tut.c_float_p))
+            got = d_c.download(np.float32, n + 1)[shift:]
+            tut.assert_close(got, a[shift:].astype(np.float64) + b[shift:], rtol=1e-6,
+                             atol=1e-30, name=f"float4 vector add, pointers + {4 * shift} bytes")
+        d_c.check_guards()
+
+
 @CH.check("errors", "launches CUDA refuses, and bad arguments refused before CUDA")
 def test_errors(ctx):
     api = c_api(ctx.lib)
