@@ -112,8 +112,12 @@ run: all python ## run a chapter: make run CH=01 ARGS="--check" (or --bench, --h
 	@test -n "$(CH_DIR)" || { echo "error: no chapter matches CH=$(CH) (try: make run CH=00)"; exit 1; }
 	TUT_BACKEND=$(B) $(PY) $(CH_DIR)/driver.py $(ARGS)
 
-bench: all python ## every chapter's --bench on the solutions (real numbers need BACKEND=gpu)
-	@for d in $(SOLVED); do TUT_BACKEND=$(B) TUT_TREE=solutions $(PY) chapters/$$d/driver.py --bench || exit 1; done
+# RECORD=1 also writes every figure the benches print into docs/figures/ (tools/figures.py).
+RECORD    ?=
+FIG_RUN    = $(abspath $(BUILD))/figures/run.json
+bench: all python ## every chapter's --bench on the solutions (real numbers need BACKEND=gpu; RECORD=1 records them in docs/figures/)
+	@$(if $(RECORD),rm -f $(FIG_RUN);) for d in $(SOLVED); do TUT_BACKEND=$(B) TUT_TREE=solutions $(if $(RECORD),TUT_RECORD=$(FIG_RUN)) $(PY) chapters/$$d/driver.py --bench || exit 1; done
+	$(if $(RECORD),$(PY) tools/figures.py record $(FIG_RUN))
 
 # CTest runs one process per exercise, each with a timeout, so a kernel that crashes or hangs
 # fails only its own exercise. The summary is read from the JSON results, not from stdout.
@@ -163,6 +167,21 @@ help: ## this list
 	@echo "make [target] [BACKEND=gpu|cpu|auto] [CH=NN] [ARGS=...]   (BACKEND now resolves to $(B))"
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]*):.*## (.*)/  \1\t\2/' | expand -t 20
 	@echo "variables: BACKEND ARCH NVCC NVCCFLAGS PYTHON CH ARGS BUILD CTEST_ARGS"
+
+# --- lessons: figures, pictures, compute-sanitizer ------------------------------------------------
+figures: python ## fail if a lesson quotes a GPU figure that no recorded run (docs/figures/) has
+	$(PY) tools/figures.py check
+
+pictures: python ## redraw the lessons' SVG pictures (docs/img/) from the scripts and the record
+	$(PY) tools/pictures.py
+
+# GPU only: every chapter's solution tests under each compute-sanitizer tool; expected reports
+# are declared, with a reason each, in tools/sanitize-expected.txt.
+sanitize: all python ## every solution test under compute-sanitizer memcheck/racecheck/synccheck/initcheck (GPU only)
+	@test "$(B)" = gpu || { echo "error: make sanitize needs a GPU build (BACKEND=gpu): compute-sanitizer runs real kernels"; exit 1; }
+	TUT_BUILD=$(abspath $(BUILD)) $(PY) tools/sanitize.py $(if $(CH_DIR),$(if $(filter command line,$(origin CH)),--chapter $(notdir $(CH_DIR))))
+
+.PHONY: figures pictures sanitize
 
 # --- prerequisites, each with one line saying what to install -------------------------------
 nvcc-present:

@@ -108,14 +108,17 @@ def reference_bandwidth(memory_clock_khz, bus_width_bits):
 
 
 def reference_choice(infos):
-    ok = [i for i, d in enumerate(infos) if d.major >= 7 and d.memory_pools_supported]
+    # CUDA 13 builds for compute capability 7.5 and newer only (nvcc --list-gpu-arch)
+    ok = [i for i, d in enumerate(infos)
+          if (d.major, d.minor) >= (7, 5) and d.memory_pools_supported]
     return max(ok, key=lambda i: (infos[i].total_global_mem, -i)) if ok else -1
 
 
-def fake_device(rng, major=None, pools=None, mem=None):
+def fake_device(rng, major=None, pools=None, mem=None, minor=None):
     d = DeviceInfo()
     d.name = b"made-up GPU"
     d.major = int(rng.integers(5, 11)) if major is None else major
+    d.minor = int(rng.choice([0, 2, 5, 6, 7, 9])) if minor is None else minor
     d.memory_pools_supported = int(rng.integers(0, 2)) if pools is None else pools
     d.total_global_mem = int(rng.integers(1, 200)) << 30 if mem is None else mem
     return d
@@ -142,14 +145,17 @@ def test_choose(ctx):
         [fake_device(ctx.rng, 9, 0, 80 << 30)],                    # no memory pools
         [fake_device(ctx.rng, 8, 1, 40 << 30), fake_device(ctx.rng, 9, 1, 80 << 30)],
         [fake_device(ctx.rng, 9, 1, 80 << 30), fake_device(ctx.rng, 9, 1, 80 << 30)],  # tie
-        [fake_device(ctx.rng, 6, 1, 99 << 30), fake_device(ctx.rng, 7, 1, 16 << 30)],
+        [fake_device(ctx.rng, 6, 1, 99 << 30), fake_device(ctx.rng, 7, 1, 16 << 30, 5)],
+        # a V100 (7.0) passes a major-only rule but CUDA 13 cannot build for it; a T4 (7.5) can
+        [fake_device(ctx.rng, 7, 1, 32 << 30, 0), fake_device(ctx.rng, 7, 1, 16 << 30, 5)],
+        [fake_device(ctx.rng, 7, 1, 32 << 30, 2)],                 # 7.2 (Xavier): too old
     ]
     machines += [[fake_device(ctx.rng) for _ in range(int(ctx.rng.integers(1, 9)))]
                  for _ in range(30)]
     for infos in machines:
         got, want = choose_device(ctx.lib, infos), reference_choice(infos)
         if got != want:
-            desc = ", ".join(f"#{i}: cc {d.major}.x pools={d.memory_pools_supported} "
+            desc = ", ".join(f"#{i}: cc {d.major}.{d.minor} pools={d.memory_pools_supported} "
                              f"{d.total_global_mem >> 30} GiB" for i, d in enumerate(infos))
             raise AssertionError(f"choose_device([{desc}]) = {got}, want {want}")
 
@@ -158,7 +164,11 @@ def test_choose(ctx):
 def test_properties(ctx):
     driver, runtime = versions(ctx.lib)
     assert runtime >= 13000, f"runtime {runtime}: the course needs CUDA 13.0 or newer"
-    assert driver >= runtime, f"driver {driver} older than runtime {runtime}"
+    # Minor-version compatibility: any 13.y driver runs a 13.x runtime; only the majors must
+    # agree (an older driver major fails every call with cudaErrorInsufficientDriver).
+    assert driver // 1000 >= runtime // 1000, (
+        f"driver {version_text(driver)} is of an older major version than runtime "
+        f"{version_text(runtime)}")
     for dev in range(ctx.lib.device_count()):
         d = query_device(ctx.lib, dev)
         assert d.name, "empty device name"
@@ -218,11 +228,28 @@ def demo(lib):
     try:
         chosen = choose_device(lib, infos)
         print(f"\nthe course's rule picks device {chosen}" if chosen >= 0 else
-              "\nno device meets the course's rule (cc >= 7.0 with memory pools)")
+              "\nno device meets the course's rule (cc >= 7.5 with memory pools)")
     except tut.ExerciseNotDone as e:
         print(f"\n(exercise 00.2 not done: {e.where})")
     print("To hide or reorder GPUs for one program: CUDA_VISIBLE_DEVICES=1 make run CH=00")
 
 
+def bench(lib):
+    """The theoretical bandwidth next to what a copy reaches: the figures the lesson quotes."""
+    b = tut.Bench(lib, "00 device query")
+    d = query_device(lib, 0)   # a fresh process's current device (CUDA_VISIBLE_DEVICES picks it)
+    bw = theoretical_bandwidth(lib, d.memory_clock_khz, d.memory_bus_width)
+    b.row(f"theoretical DRAM bandwidth: {d.memory_clock_khz / 1000:.0f} MHz x 2 x "
+          f"{d.memory_bus_width} bits / 8", bw, "GB/s")
+    copy = b.d2d_copy_gbps(1 << 30 if lib.backend == "gpu" else 1 << 22)
+    b.figure("device-to-device copy / theoretical bandwidth", 100 * copy / bw, "%", 1)
+    # The sizes the memory-hierarchy picture shows (tools/pictures.py reads them from the record)
+    b.figure("global memory", d.total_global_mem / 2**30, "GiB", 1)
+    b.figure("L2 cache", d.l2_cache_size / 2**20, "MiB", 1)
+    b.figure("shared memory per block, opt-in", d.shared_mem_per_block_optin / 1024, "KiB", 0)
+    b.figure("shared memory per SM", d.shared_mem_per_multiprocessor / 1024, "KiB", 0)
+    b.figure("multiprocessors", d.multiprocessor_count, "SMs", 0)
+
+
 if __name__ == "__main__":
-    sys.exit(CH.main(demo=demo))
+    sys.exit(CH.main(demo=demo, bench=bench))

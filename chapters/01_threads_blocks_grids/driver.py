@@ -132,6 +132,53 @@ def test_vector_add(ctx):
                              name=f"vector_add n={n} block={block}")
 
 
+INT_MAX = 2**31 - 1
+
+
+def _device_chunks(lib, base, nbytes, chunk=256 << 20):
+    """Yield (offset, bytes as uint8) of a device range, a chunk at a time: an 8 GiB buffer is
+    checked without an 8 GiB host copy."""
+    for off in range(0, nbytes, chunk):
+        host = np.empty(min(chunk, nbytes - off), np.uint8)
+        lib.dtoh(tut.ptr(host), ctypes.c_void_p(base + off), host.nbytes)
+        yield off, host
+
+
+@CH.exercise("2-int-max", "vector_add_kernel at n = INT_MAX: the index must not overflow")
+def test_vector_add_int_max(ctx):
+    """n = 2^31 - 1 with blocks of 1000: the last 352 threads have blockIdx.x * blockDim.x +
+    threadIdx.x >= 2^31, which an `int i` turns negative, and `i < n` lets them through to write
+    8 GiB before c. a and b are one buffer (both are only read), so 16 GiB is enough."""
+    if ctx.backend == "cpu":
+        raise tut.Skip("needs 16 GiB of device memory and 2^31 threads: the emulator's device "
+                       "has 4 GiB by default (CUEMU_DEVICE_MEMORY) and would run for hours; "
+                       "the overflow is checked on a GPU")
+    n, block, pattern = INT_MAX, 1000, 0x3F    # every float of x is 0x3F3F3F3F = 0.7470...
+    nbytes = n * 4
+    need = 2 * (nbytes + 2 * tut.DeviceBuffer.GUARD) + (256 << 20)
+    free, _ = ctx.lib.mem_info()
+    if free < need:
+        raise tut.Skip(f"needs {need / 2**30:.1f} GiB of free device memory, "
+                       f"{free / 2**30:.1f} GiB free here")
+    x_val = np.frombuffer(bytes([pattern]) * 4, np.float32)[0]
+    want = np.frombuffer((x_val + x_val).tobytes(), np.uint8)   # exact in float32
+    with tut.DeviceBuffer(ctx.lib, nbytes) as d_x, tut.DeviceBuffer(ctx.lib, nbytes) as d_c:
+        ctx.lib.memset(d_x.ptr, pattern, nbytes)
+        c_api(ctx.lib).vector_add(d_x.ptr, d_x.ptr, d_c.ptr, n, block)
+        for off, got in _device_chunks(ctx.lib, d_c.ptr.value, nbytes):
+            bad = np.flatnonzero(got.view(np.uint32) != want.view(np.uint32)[0])
+            if bad.size:
+                raise AssertionError(f"vector_add n={n} block={block}: {bad.size} wrong "
+                                     f"element(s) from c[{off // 4 + bad[0]}] on")
+        for off, got in _device_chunks(ctx.lib, d_x.ptr.value, nbytes):
+            if (got != pattern).any():
+                raise AssertionError(f"vector_add n={n} block={block} wrote into its input "
+                                     f"near byte {off + int(np.flatnonzero(got != pattern)[0])}"
+                                     f": an index that overflowed to a negative int?")
+        d_x.check_guards()
+        d_c.check_guards()
+
+
 @CH.exercise(3, "blocks_for: the ceiling division, even near INT_MAX")
 def test_blocks_for(ctx):
     api = c_api(ctx.lib)
@@ -165,6 +212,26 @@ def test_grid_stride(ctx):
             want = np.float64(a) * x + y
             tut.assert_close(saxpy_grid_stride(ctx.lib, a, x, y, blocks, block), want,
                              rtol=1e-5, atol=1e-6, name=f"saxpy n={n} <<<{blocks}, {block}>>>")
+
+
+@CH.check("float4-alignment", "the float4 vector add is right on pointers not 16-byte aligned")
+def test_float4_alignment(ctx):
+    """A float4 access needs a 16-byte aligned address; the kernel falls back to scalar loads
+    when any pointer is not (a GPU would fault with cudaErrorMisalignedAddress)."""
+    n = 1031
+    a, b = tut.random_f32(ctx.rng, n + 1), tut.random_f32(ctx.rng, n + 1)
+    times = np.zeros(1, np.float32)
+    with tut.DeviceBuffer.from_array(ctx.lib, a) as d_a, \
+            tut.DeviceBuffer.from_array(ctx.lib, b) as d_b, \
+            tut.DeviceBuffer(ctx.lib, a.nbytes) as d_c:
+        for shift in (0, 1, 2, 3):   # floats: 4-byte steps off the 256-byte aligned start
+            at = [ctypes.c_void_p(buf.ptr.value + 4 * shift) for buf in (d_a, d_b, d_c)]
+            c_api(ctx.lib).bench_vector_add(3, *at, n + 1 - shift, 1,
+                                            times.ctypes.data_as(tut.c_float_p))
+            got = d_c.download(np.float32, n + 1)[shift:]
+            tut.assert_close(got, a[shift:].astype(np.float64) + b[shift:], rtol=1e-6,
+                             atol=1e-30, name=f"float4 vector add, pointers + {4 * shift} bytes")
+        d_c.check_guards()
 
 
 @CH.check("errors", "launches CUDA refuses, and bad arguments refused before CUDA")

@@ -14,6 +14,8 @@
 #include "tut_check.h"
 #include "tut_timer.h"
 
+#include <stdint.h>
+
 // ---- exercises: indexing ------------------------------------------------------------------
 
 /* The thread's number in the whole grid, counting x fastest, then y, then z, block after block:
@@ -48,35 +50,48 @@ __global__ void record_ids_kernel(int *out)
 }
 
 /* One element per thread. The grid is rounded up to whole blocks, so the last block has
-   threads past the end of the arrays: without the guard they write someone else's memory. */
-__global__ void vector_add_kernel(const float *a, const float *b, float *c, int n)
+   threads past the end of the arrays: without the guard they write someone else's memory.
+   __restrict__ promises the compiler that the three arrays do not overlap (a and b may be the
+   same array, since neither is written), so it may keep loads in registers and use the
+   read-only data path. blockIdx.x * blockDim.x is computed in unsigned int: near n = INT_MAX
+   it passes 2^31 and, stored in an int, turns negative, which `i < n` lets through. */
+__global__ void vector_add_kernel(const float *__restrict__ a, const float *__restrict__ b,
+                                  float *__restrict__ c, int n)
 {
-    // TODO(student) 01.2: compute this thread's element index i and, only if i < n, c[i] = a[i] + b[i] (~3 lines)
+    // TODO(student) 01.2: compute this thread's element index i in 64 bits and, only if i < n, c[i] = a[i] + b[i] (~3 lines)
 }
 
 /* out = in * row_scale[row] + col_shift[col] on a height x width row-major matrix, one thread
    per element, with a 2D grid: x runs along a row (columns), y down the rows. Consecutive
    threads of a warp differ in threadIdx.x, so x must map to the column for coalesced access. */
-__global__ void matrix_scale_shift_kernel(const float *in, const float *row_scale,
-                                          const float *col_shift, float *out,
-                                          int height, int width)
+__global__ void matrix_scale_shift_kernel(const float *__restrict__ in,
+                                          const float *__restrict__ row_scale,
+                                          const float *__restrict__ col_shift,
+                                          float *__restrict__ out, int height, int width)
 {
     // TODO(student) 01.4: find this thread's row and col, guard both, and write out[row * width + col] (~5 lines)
 }
 
 /* y = a*x + y with a grid-stride loop: the grid is as large as the GPU needs to be busy, not as
    large as the data, and each thread strides by the whole grid's width. Correct for any grid. */
-__global__ void saxpy_grid_stride_kernel(float a, const float *x, float *y, int n)
+__global__ void saxpy_grid_stride_kernel(float a, const float *__restrict__ x,
+                                         float *__restrict__ y, int n)
 {
     // TODO(student) 01.5: loop i from this thread's global index to n in steps of the grid's total thread count (~3 lines)
 }
 
-/* The benchmark's fastest version: 16-byte float4 loads, grid-stride, then a scalar tail. */
-__global__ void vector_add_float4_kernel(const float *a, const float *b, float *c, int n)
+/* The benchmark's fastest version: 16-byte float4 loads, grid-stride, then a scalar tail.
+   A float4 access must be 16-byte aligned (a misaligned one faults with
+   cudaErrorMisalignedAddress): cudaMalloc gives 256, but a caller may pass a + 1. Then every
+   element goes through the scalar loop instead. */
+__global__ void vector_add_float4_kernel(const float *__restrict__ a,
+                                         const float *__restrict__ b, float *__restrict__ c,
+                                         int n)
 {
     size_t stride = (size_t)gridDim.x * blockDim.x;
     size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    int n4 = n / 4;
+    bool aligned = (((uintptr_t)a | (uintptr_t)b | (uintptr_t)c) & 15) == 0;
+    int n4 = aligned ? n / 4 : 0;
     const float4 *a4 = (const float4 *)a, *b4 = (const float4 *)b;
     float4 *c4 = (float4 *)c;
     for (size_t i = first; i < (size_t)n4; i += stride) {
@@ -87,7 +102,9 @@ __global__ void vector_add_float4_kernel(const float *a, const float *b, float *
         c[i] = a[i] + b[i];
 }
 
-__global__ void vector_add_grid_stride_kernel(const float *a, const float *b, float *c, int n)
+__global__ void vector_add_grid_stride_kernel(const float *__restrict__ a,
+                                              const float *__restrict__ b,
+                                              float *__restrict__ c, int n)
 {
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)n; i += stride)
@@ -166,10 +183,12 @@ extern "C" int bench_vector_add(int version, const float *d_a, const float *d_b,
                                 int n, int reps, float *times_ms)
 {
     int status = 0;
-    int block = 256, sms = 0, grid;
+    int block = 256, sms = 0, dev = 0, grid;
     tut_timer t = {0};
 
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    /* the current device's SM count: the launches below go to it, which need not be device 0 */
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     grid = version == 1 ? TUT_DIV_UP(n, block) : 8 * sms;
     TUT_REQUIRE(version >= 1 && version <= 3);
     CUDA_CHECK(tut_timer_init(&t));

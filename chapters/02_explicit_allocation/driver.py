@@ -26,6 +26,7 @@ import tut  # noqa: E402
 CH = tut.Chapter(2, "02_explicit_allocation")
 I, F, P, Z = ctypes.c_int, ctypes.c_float, ctypes.c_void_p, ctypes.c_size_t
 MiB = 1 << 20
+MAX_FLOATS = (2**64 - 1) // 4   # the most floats whose size in bytes a size_t can hold
 
 
 @functools.cache
@@ -76,7 +77,8 @@ class DeviceArray:
     handle never reaches C, where it would be a use-after-free of host memory."""
 
     def __init__(self, lib, n):
-        self.n = tut.check_count(n, "n", maximum=2**62)
+        # n * 4 bytes must fit in a size_t: 2^62 floats would wrap to a 0-byte cudaMalloc
+        self.n = tut.check_count(n, "n", maximum=MAX_FLOATS)
         self._api = c_api(lib)
         handle = P()
         self._api.dev_array_create(ctypes.byref(handle), self.n)
@@ -291,6 +293,40 @@ def test_fill_checked(ctx):
                      name="fill after the errors")
 
 
+@CH.check("fill-int-max", "fill_kernel at n = INT_MAX: the index must not overflow")
+def test_fill_int_max(ctx):
+    """n = 2^31 - 1 with blocks of 1000: the last 352 threads have blockIdx.x * blockDim.x +
+    threadIdx.x >= 2^31, which an `int i` turns negative, and `i < n` lets them through to write
+    8 GiB before the buffer: a fault, or another allocation's data silently overwritten."""
+    n, block, value = 2**31 - 1, 1000, np.float32(1.5)
+    if ctx.backend == "cpu":
+        raise tut.Skip("needs 16 GiB of device memory and 2^31 threads: the emulator's device "
+                       "has 4 GiB by default (CUEMU_DEVICE_MEMORY) and would run for hours; "
+                       "the overflow is checked on a GPU")
+    free, _ = ctx.lib.mem_info()
+    host = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_AVPHYS_PAGES")
+    if free < 8 * n + (256 << 20) or host < 4 * n + (2 << 30):
+        raise tut.Skip(f"needs 16 GiB of free device memory and 8 GiB of free host memory: "
+                       f"{free / 2**30:.1f} GiB and {host / 2**30:.1f} GiB free here")
+    # A neighbour allocated first: if wrapped indices land in it rather than fault, it shows.
+    with tut.DeviceBuffer(ctx.lib, 4 * n) as neighbour:
+        out = fill_checked(ctx.lib, n, value, block)
+        for first in range(0, n, 1 << 26):
+            bad = np.flatnonzero(out[first:first + (1 << 26)] != value)
+            if bad.size:
+                raise AssertionError(f"fill n={n} block={block}: out[{first + bad[0]}] = "
+                                     f"{out[first + bad[0]]!r}, want {value!r}")
+        del out
+        neighbour.check_guards()
+        whole = neighbour.nbytes
+        for off in range(0, whole, 256 << 20):
+            chunk = np.empty(min(256 << 20, whole - off), np.uint8)
+            ctx.lib.dtoh(tut.ptr(chunk), ctypes.c_void_p(neighbour.ptr.value + off), chunk.nbytes)
+            if (chunk != tut.POISON_BYTE).any():
+                raise AssertionError(f"fill n={n} block={block} wrote into another allocation: "
+                                     f"an index that overflowed to a negative int?")
+
+
 # ---- checks of the lesson's other claims -------------------------------------------------------
 @CH.check("alignment", "cudaMalloc returns addresses aligned to at least 256 bytes")
 def test_alignment(ctx):
@@ -345,6 +381,7 @@ def test_ownership(ctx):
                              f"DeviceArray was freed or collected")
     for bad, exc in ((lambda: DeviceArray(lib, -1), ValueError),
                      (lambda: DeviceArray(lib, 2.5), TypeError),
+                     (lambda: DeviceArray(lib, 2**62), ValueError),   # 2^64 bytes: wraps to 0
                      (lambda: DeviceArray.from_array(lib, x.astype(np.float64)), TypeError),
                      (lambda: DeviceArray.from_array(lib, x[::2]), ValueError)):
         tut.expect_raises(exc, bad, "a bad DeviceArray argument")

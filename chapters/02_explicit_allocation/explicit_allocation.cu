@@ -30,7 +30,9 @@
 
 /* y[i] = a * x[i] + b. Grid-stride, so one launch of a bounded grid covers any n (a chunk, or an
    array of more than 2^31 elements). x == y is allowed: each element is read, then written, by
-   the same thread. */
+   the same thread. That is why x and y are NOT __restrict__: the qualifier promises the compiler
+   that no memory is reached through both, and a caller that works in place (process_chunked,
+   dev_array_scale_shift) would break that promise: undefined behaviour. */
 __global__ void scale_shift_kernel(const float *x, float *y, size_t n, float a, float b)
 {
     size_t stride = (size_t)gridDim.x * blockDim.x;
@@ -38,9 +40,11 @@ __global__ void scale_shift_kernel(const float *x, float *y, size_t n, float a, 
         y[i] = a * x[i] + b;
 }
 
-__global__ void fill_kernel(float *y, int n, float value)
+/* 64-bit index: blockIdx.x * blockDim.x is unsigned int arithmetic, which passes 2^31 near
+   n = INT_MAX; kept in an int it goes negative and `i < n` would let it through. */
+__global__ void fill_kernel(float *__restrict__ y, int n, float value)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
         y[i] = value;
 }
@@ -115,6 +119,9 @@ extern "C" int dev_array_create(dev_array **out, size_t n)
     dev_array *arr = NULL;
 
     *out = NULL;
+    /* n * sizeof(float) must not wrap around size_t: n = 2^62 would ask cudaMalloc for 0 bytes,
+       which succeeds, and every later kernel would write through a NULL pointer */
+    TUT_REQUIRE(n <= SIZE_MAX / sizeof(float));
     arr = (dev_array *)calloc(1, sizeof *arr);
     if (arr == NULL) {
         status = tut_record((int)cudaErrorMemoryAllocation, "calloc(1, sizeof *arr)",

@@ -6,11 +6,14 @@
     python3 driver.py --bench    bandwidth sweep 4 KiB..256 MiB, pinned vs pageable,
                                  the overlapped pipeline against the same work on one stream
 """
+import contextlib
 import ctypes
 import functools
 import gc
+import json
 import os
 import sys
+import time
 import weakref
 from pathlib import Path
 from types import SimpleNamespace
@@ -52,6 +55,14 @@ def c_api(lib):
         memory_type=lib.bind("memory_type", [P, ctypes.POINTER(I)]),
         # int copy_bytes(void *dst, const void *src, size_t bytes, int kind)
         copy_bytes=lib.bind("copy_bytes", [P, P, Z, I]),
+        # int bench_release(void)     destroys the benchmarks' two streams, if made
+        bench_release=lib.bind("bench_release", []),
+        # int bench_copy_both(void *d_dst, const void *h_src, void *h_dst, const void *d_src,
+        #     size_t bytes, int reps, float *times_ms)
+        bench_copy_both=lib.bind("bench_copy_both", [P, P, P, P, Z, I, tut.c_float_p]),
+        # int bench_timeline(const float *h_x, float *h_y, size_t n, size_t chunk_elems,
+        #     int nstreams, float *stamps_ms, int max_chunks)
+        bench_timeline=lib.bind("bench_timeline", [P, P, Z, Z, I, tut.c_float_p, I]),
         # int stream_create(cudaStream_t *stream)
         stream_create=lib.bind("stream_create", [ctypes.POINTER(P)]),
         # int stream_destroy(cudaStream_t stream)
@@ -218,7 +229,10 @@ class HostRegistered:
 
 def page_aligned(nbytes, dtype=np.uint8):
     """An ordinary (pageable) NumPy array that starts on a page and owns its last page alone.
-    The OS pins whole pages, so two arrays that share a page cannot both be registered."""
+    The OS pins whole pages: registering an array that shares a page with another also locks the
+    neighbour's bytes there, for as long as either registration lives, and the byte count this
+    library keeps would no longer be the memory locked. Disjoint ranges in one page do both
+    register (measured on an H200); only overlapping ranges fail."""
     count = nbytes // np.dtype(dtype).itemsize
     raw = np.empty(nbytes + 2 * PAGE, np.uint8)
     start = -raw.ctypes.data % PAGE
@@ -662,6 +676,13 @@ def bench(lib):
     b = tut.Bench(lib, "03 memcpy and streams")
     gpu = lib.backend == "gpu"
     api = c_api(lib)
+    try:
+        _bench(lib, b, gpu, api)
+    finally:
+        api.bench_release()   # the benchmarks' streams, made once for all of them
+
+
+def _bench(lib, b, gpu, api):
     top = 256 * MiB if gpu else 4 * MiB
     sizes = [4 * KiB << (2 * k) for k in range(10) if (4 * KiB << (2 * k)) <= top]
     rng = np.random.default_rng(3)
@@ -687,16 +708,30 @@ def bench(lib):
     ceiling = table[(top, "H2D", "pinned")]
     b.row(f"H2D pinned, {_size(top)} (the transfer ceiling)", ceiling, "GB/s")
     b.row(f"H2D pageable, {_size(top)}", table[(top, "H2D", "pageable")], "GB/s", ceiling)
-    print(f"  pinned / pageable H2D at {_size(top)}: "
-          f"{ceiling / table[(top, 'H2D', 'pageable')]:.1f}x")
+    b.row(f"D2H pinned, {_size(top)}", table[(top, "D2H", "pinned")], "GB/s")
+    b.row(f"D2H pageable, {_size(top)}", table[(top, "D2H", "pageable")], "GB/s")
+    b.figure(f"pinned / pageable H2D at {_size(top)}",
+             ceiling / table[(top, 'H2D', 'pageable')], "x", 1)
+    # Both directions at once, pinned, on two streams: PCIe is full duplex.
+    with PinnedArray(lib, top, np.uint8) as h_src, PinnedArray(lib, top, np.uint8) as h_dst, \
+            tut.DeviceBuffer(lib, top) as d_src, tut.DeviceBuffer(lib, top) as d_dst:
+        h_src.array[:] = host
+        ms = tut.median_ms(lambda r, t: api.bench_copy_both(
+            d_dst.ptr, h_src.address, h_dst.address, d_src.ptr, top, r, t), 10)
+    both = _gbps(2 * top, ms)
+    b.row(f"H2D + D2H at once, pinned, 2 streams, {_size(top)} each", both, "GB/s")
+    b.figure("both at once / (H2D pinned + D2H pinned)",
+             100 * both / (ceiling + table[(top, "D2H", "pinned")]), "%", 1)
 
     # Pin once, reuse: what an allocation costs, device and pinned host, at 1 MiB.
     alloc_us = [tut.median_ms(lambda r, t: api.bench_alloc_free(kind, MiB, r, t),
                               20 if gpu else 5) * 1e3 for kind in (0, 1)]
     b.row("cudaMalloc + cudaFree, 1 MiB, per pair", alloc_us[0], "us")
     b.row("cudaMallocHost + cudaFreeHost, 1 MiB, per pair", alloc_us[1], "us")
-    print(f"  pinning 1 MiB costs {alloc_us[1] / alloc_us[0]:.1f}x a device allocation; in that "
-          f"time a pinned copy moves {alloc_us[1] * 1e-6 * ceiling * 1e9 / MiB:.0f} MiB")
+    b.figure("cudaMallocHost + cudaFreeHost / cudaMalloc + cudaFree, 1 MiB",
+             alloc_us[1] / alloc_us[0], "x", 1)
+    b.figure("MiB a pinned H2D copy moves in one cudaMallocHost + cudaFreeHost",
+             alloc_us[1] * 1e-6 * ceiling * 1e9 / MiB, "MiB", 0)
 
     # The pipeline: the same chunks on 1 stream (serial) and on 4 (overlapped), pinned arrays.
     # 2 GiB in 16 MiB chunks on a GPU: the pipeline's fill and drain (the first copy in, the
@@ -717,11 +752,36 @@ def bench(lib):
                                  atol=1e-6, name=f"pipeline with {nstreams} streams")
                 ms[nstreams] = tut.median_ms(lambda r, t: api.bench_pipeline(
                     pipe.handle, tut.ptr(h_x.array), tut.ptr(h_y.array), n, 2.0, 1.0, r, t), 10)
+        _timeline(lib, h_x, h_y, n // 8, chunk)
     b.row(f"pipeline, 1 stream ({_size(4 * n)} in, chunks of {_size(4 * chunk)})", ms[1], "ms")
     b.row("pipeline, 4 streams, same chunks", ms[4], "ms")
-    print(f"  overlapped vs serial: {ms[1] / ms[4]:.2f}x faster")
+    b.figure("pipeline, 4 streams vs 1: speed-up", ms[1] / ms[4], "x")
     # bytes copied in over the whole run's time, against the pinned copy measured above
     b.row("pipeline, 4 streams: H2D throughput", _gbps(4 * n, ms[4]), "GB/s", ceiling)
+
+
+def _timeline(lib, h_x, h_y, n, chunk):
+    """Event timestamps of every step of every chunk, on 1 and on 4 streams, into
+    build/figures/03_timeline.json, which tools/pictures.py draws (make pictures)."""
+    runs = []
+    for nstreams in (1, 4):
+        chunks = -(-n // chunk)
+        stamps = np.zeros(4 * chunks, np.float32)
+        c_api(lib).bench_timeline(tut.ptr(h_x.array), tut.ptr(h_y.array), n, chunk, nstreams,
+                                  stamps.ctypes.data_as(tut.c_float_p), chunks)
+        ops = []
+        for c in range(chunks):
+            t = [float(v) for v in stamps[4 * c:4 * c + 4]]
+            for kind, t0, t1 in (("h2d", t[0], t[1]), ("kernel", t[1], t[2]),
+                                 ("d2h", t[2], t[3])):
+                ops.append([c % nstreams, kind, c, round(t0, 4), round(t1, 4)])
+        runs.append({"streams": nstreams, "chunk_bytes": 4 * chunk, "bytes": 4 * n,
+                     "ops": ops})
+    out = tut.build_dir() / "figures" / "03_timeline.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"backend": lib.backend, "date": time.strftime("%Y-%m-%d"),
+                               "runs": runs}, indent=0))
+    print(f"  timeline of {_size(4 * n)} on 1 and 4 streams: {out} (make pictures draws it)")
 
 
 def _plot(sizes, table, backend):
@@ -754,15 +814,21 @@ def warm_up(lib):
     device memory it keeps for the process (measured on an H200: 2 to 4 MiB that the leak
     check blamed on the first test that used them). Use each kind once, before any test
     measures; only lesson code is used, no exercise."""
-    x = page_aligned(4096 * 4, np.float32)
+    n = 4096
+    x = page_aligned(MAX_STREAMS * n * 4, np.float32)
     x[:] = 1.0
-    with PinnedArray(lib, 4096) as pinned, HostRegistered(lib, x), \
-            tut.DeviceBuffer(lib, x.nbytes) as d_buf:
+    with PinnedArray(lib, n) as pinned, HostRegistered(lib, x), \
+            contextlib.ExitStack() as buffers:
+        # Each stream writes its own device buffer and its own slice of x: streams run at the
+        # same time, and two writing one buffer would race (compute-sanitizer's racecheck and
+        # any reader of the result would see either).
+        d_bufs = [buffers.enter_context(tut.DeviceBuffer(lib, n * 4))
+                  for _ in range(MAX_STREAMS)]
         streams = [Stream(lib) for _ in range(MAX_STREAMS)]
-        for stream in streams:
-            stream.to_device(d_buf, pinned, x.nbytes)
-            stream.scale_shift(d_buf, x.size, 1.0, 0.0)
-            stream.to_host(x, d_buf, x.nbytes)
+        for s, (stream, d_buf) in enumerate(zip(streams, d_bufs)):
+            stream.to_device(d_buf, pinned, n * 4)      # all only read `pinned`
+            stream.scale_shift(d_buf, n, 1.0, 0.0)
+            stream.to_host(x[s * n:(s + 1) * n], d_buf, n * 4)
         for stream in streams:
             stream.close()
 

@@ -55,9 +55,11 @@ cleanup:
     return status;
 }
 
-/* The rule the course uses to pick a GPU: among devices of compute capability 7.0 or newer that
-   support memory pools, the one with the most global memory; on a tie, the lowest index. *chosen
-   is -1 when no device qualifies. Works on a list, so it can be tested on made-up machines. */
+/* The rule the course uses to pick a GPU: among devices of compute capability 7.5 or newer (CUDA
+   13 builds nothing older: `nvcc --list-gpu-arch` starts at compute_75, so a 7.0 V100 cannot run
+   the course) that support memory pools, the one with the most global memory; on a tie, the
+   lowest index. *chosen is -1 when no device qualifies. Works on a list, so it can be tested on
+   made-up machines. */
 extern "C" int choose_device(const device_info *devices, int count, int *chosen)
 {
     int status = 0;
@@ -66,7 +68,7 @@ extern "C" int choose_device(const device_info *devices, int count, int *chosen)
     *chosen = -1;
     for (int i = 0; i < count; i++) {
         const device_info *d = &devices[i];
-        if (d->major < 7 || !d->memory_pools_supported)
+        if (d->major * 10 + d->minor < 75 || !d->memory_pools_supported)
             continue;
         if (*chosen < 0 || d->total_global_mem > devices[*chosen].total_global_mem)
             *chosen = i;
@@ -80,7 +82,9 @@ cleanup:
 // ---- host entry points (called from driver.py) ------------------------------------------
 
 /* Driver and runtime versions as CUDA encodes them: 1000 * major + 10 * minor (13000 = 13.0).
-   The driver must be at least as new as the runtime the program was built with. */
+   Minor-version compatibility: a 13.x runtime runs on any 13.y driver (features newer than the
+   driver fail alone, with cudaErrorCallRequiresNewerDriver); an older major fails every call
+   with cudaErrorInsufficientDriver. */
 extern "C" int query_versions(int *driver, int *runtime)
 {
     int status = 0;

@@ -74,9 +74,10 @@ cleanup:
     return status;
 }
 
-/* cudaHostRegister: pin memory that already exists, such as a NumPy array's buffer. The OS locks
-   whole pages, so two registrations must not share a page; registering memory that is already
-   registered fails with cudaErrorHostMemoryAlreadyRegistered. */
+/* cudaHostRegister: pin memory that already exists, such as a NumPy array's buffer. Registering
+   a range that overlaps one already registered fails with cudaErrorHostMemoryAlreadyRegistered;
+   two disjoint ranges that share a page both register (measured on an H200). The OS locks whole
+   pages, so a neighbour's bytes in the same page stay locked as long as either registration. */
 extern "C" int host_register(void *h_ptr, size_t bytes)
 {
     int status = 0;
@@ -336,8 +337,10 @@ cleanup:
 /* 03.4 The chunk size, in floats, for a pipeline of nstreams buffers over n floats (n >= 1):
    the largest multiple of 64 floats such that
      - nstreams buffers of it fit in budget_bytes, and
-     - it is no larger than ceil(n / (2 * nstreams)) rounded up to a multiple of 64, so that
-       every stream gets at least two chunks and the copies have something to overlap with.
+     - it is no larger than ceil(n / (2 * nstreams)) rounded up to a multiple of 64: about two
+       chunks per stream, so the copies have something to overlap with. The rounding up can
+       leave fewer for a small n (n = 100 on 4 streams: 2 chunks in all), where there is too
+       little to move for the overlap to matter.
    64 floats = 256 bytes: every chunk then starts 256-byte aligned within an aligned array.
    Returns 0 when not even 64 floats per stream fit in the budget. */
 extern "C" size_t choose_chunk(size_t n, size_t budget_bytes, int nstreams)

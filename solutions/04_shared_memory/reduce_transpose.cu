@@ -190,9 +190,10 @@ __global__ void transpose_padded_kernel(const float *in, float *out, int height,
 /* Enough blocks to fill every SM to its thread limit, fewer if n is small. */
 static int reduce_blocks(int n, int block, int *blocks)
 {
-    int status = 0, sms = 0, per_sm = 0;
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, 0));
+    int status = 0, sms = 0, per_sm = 0, dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));   /* the device the launch goes to, not always device 0 */
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, dev));
     *blocks = sms * (per_sm >= block ? per_sm / block : 1);
     if (*blocks > TUT_DIV_UP(n, block))
         *blocks = TUT_DIV_UP(n, block) > 0 ? TUT_DIV_UP(n, block) : 1;
