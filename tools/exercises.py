@@ -50,12 +50,16 @@ def solution_regions(solution_path, text):
     return parse(solution_path, text)[2]
 
 
+def _shown(path):
+    return path.relative_to(REPO) if path.is_relative_to(REPO) else path
+
+
 def parse(solution_path, text):
     """(exercise text, exercise ids seen, regions) of one solution file."""
     chapter_number = solution_path.parent.name[:2]
     out, region, seen, regions = [], None, set(), []
     for lineno, line in enumerate(text.splitlines(keepends=True), 1):
-        where = f"{solution_path.relative_to(REPO)}:{lineno}"
+        where = f"{_shown(solution_path)}:{lineno}"
         begin = BEGIN.match(line)
         if begin:
             if region:
@@ -87,7 +91,7 @@ def parse(solution_path, text):
             regions.append(region)
             region = None
     if region:
-        raise MarkerError(f"{solution_path.relative_to(REPO)}:{region['line']}: "
+        raise MarkerError(f"{_shown(solution_path)}:{region['line']}: "
                           f"@solution {region['id']} has no @end")
     return "".join(out), seen, regions
 

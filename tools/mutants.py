@@ -536,36 +536,40 @@ def apply_edits(text, edits):
 
 def chapter_mutants(chapter):
     """Every mutant of one chapter's solution regions, in file and line order."""
+    return [m for path in sorted((REPO / "solutions" / chapter).glob("*.cu"))
+            for m in file_mutants(path, path.read_text(), chapter)]
+
+
+def file_mutants(path, text, chapter):
+    """Every mutant of one solution file's regions, in line order."""
     out = []
-    for path in sorted((REPO / "solutions" / chapter).glob("*.cu")):
-        text = path.read_text()
-        masked = code_mask(text)
-        line_at = [0]
-        for line in text.splitlines(keepends=True):
-            line_at.append(line_at[-1] + len(line))
-        lines = text.splitlines()
-        seen = {}
-        for region in exercises.solution_regions(path, text):
-            lo, hi = line_at[region["line"]], line_at[region["end"] - 1]
-            sites = []
-            for fn, _ in OPERATORS.values():
-                sites += list(fn(text, masked, lo, hi))
-            sites.sort(key=lambda s: (min(e[0] for e in s.edits), list(OPERATORS).index(s.op)))
-            for site in sites:
-                mutated = apply_edits(text, site.edits)
-                new_lines = mutated.splitlines()
-                changed = sorted({n for start, end, _ in site.edits
-                                  for n in range(text.count("\n", 0, start),
-                                                 text.count("\n", 0, max(start, end - 1)) + 1)})
-                changed = [n for n in changed if lines[n] != new_lines[n]] or changed
-                before = " ".join(lines[n].strip() for n in changed).strip()
-                after = " ".join(new_lines[n].strip() for n in changed if new_lines[n].strip())
-                after = "" if after == ";" else after
-                key = f"{path.name}|{site.op}|{before}|{after}"
-                seen[key] = seen.get(key, -1) + 1
-                digest = hashlib.sha1(f"{key}|{seen[key]}".encode()).hexdigest()[:8]
-                out.append(Mutant(digest, chapter, path.name, changed[0] + 1, site.op,
-                                  region["id"], before, after, mutated))
+    masked = code_mask(text)
+    line_at = [0]
+    for line in text.splitlines(keepends=True):
+        line_at.append(line_at[-1] + len(line))
+    lines = text.splitlines()
+    seen = {}
+    for region in exercises.solution_regions(path, text):
+        lo, hi = line_at[region["line"]], line_at[region["end"] - 1]
+        sites = []
+        for fn, _ in OPERATORS.values():
+            sites += list(fn(text, masked, lo, hi))
+        sites.sort(key=lambda s: (min(e[0] for e in s.edits), list(OPERATORS).index(s.op)))
+        for site in sites:
+            mutated = apply_edits(text, site.edits)
+            new_lines = mutated.splitlines()
+            changed = sorted({n for start, end, _ in site.edits
+                              for n in range(text.count("\n", 0, start),
+                                             text.count("\n", 0, max(start, end - 1)) + 1)})
+            changed = [n for n in changed if lines[n] != new_lines[n]] or changed
+            before = " ".join(lines[n].strip() for n in changed).strip()
+            after = " ".join(new_lines[n].strip() for n in changed if new_lines[n].strip())
+            after = "" if after == ";" else after
+            key = f"{path.name}|{site.op}|{before}|{after}"
+            seen[key] = seen.get(key, -1) + 1
+            digest = hashlib.sha1(f"{key}|{seen[key]}".encode()).hexdigest()[:8]
+            out.append(Mutant(digest, chapter, path.name, changed[0] + 1, site.op,
+                              region["id"], before, after, mutated))
     return out
 
 
@@ -593,15 +597,19 @@ def chapters_with_regions():
             and any(exercises.solution_regions(p, p.read_text()) for p in d.glob("*.cu"))]
 
 
+def solved_chapters():
+    return [d.name for d in sorted(REPO.glob("solutions/[0-9][0-9]_*")) if d.is_dir()]
+
+
 def select(wanted):
     """Chapters (and exercise ids, None for all) from arguments like 04, 04_shared_memory, 04.1."""
-    known, chosen = chapters_with_regions(), {}
-    for w in wanted or [c[:2] for c in known]:
+    known, chosen = solved_chapters(), {}
+    for w in wanted or [c[:2] for c in chapters_with_regions()]:
         ex = re.fullmatch(r"(\d\d)\.\d+", w)
         prefix = ex.group(1) if ex else w
         match = [c for c in known if c == prefix or c.startswith(prefix + "_")]
         if not match:
-            raise SystemExit(f"error: no chapter with solution regions matches {w!r} "
+            raise SystemExit(f"error: no chapter in solutions/ matches {w!r} "
                              f"(known: {', '.join(known)})")
         ids = chosen.setdefault(match[0], set())
         if ids is not None:
@@ -781,10 +789,11 @@ def baseline(ws, chapter, ids, orders, seed):
 
 
 def sample(mutants, declared, n):
-    """A fixed choice of n mutants: the first site of each operator, in this order, among the
-    kinds the CPU emulator kills today (the sync and stream ones wait on the emulator)."""
-    prefer = ["guard-off-by-one", "index-threadIdx-only", "sizeof-missing", "copy-direction",
-              "xy-swapped", "pad-removed", "delete-free", "free-on-success-only"]
+    """A fixed choice of at most n mutants: the first site of each operator, in this order:
+    first the kinds the emulator always catches, none of the sync and stream ones (which
+    survive until the emulator's streams run asynchronously)."""
+    prefer = ["copy-direction", "sizeof-missing", "index-threadIdx-only", "pad-removed",
+              "delete-free", "xy-swapped", "guard-off-by-one", "free-on-success-only"]
     picked = []
     for op in prefer:
         for m in mutants:
@@ -801,7 +810,7 @@ def exercise_ids(chapter):
 
 
 def print_chapter(chapter, results, declared, ops_applied, stale, wall, no_site):
-    width = 64
+    width = 76
     print(f"\n== {chapter} ==")
     by_ex = {}
     for r in results:
@@ -863,6 +872,8 @@ def run(args):
         if r.returncode:
             print("error: could not build the emulator runtime (see above)", file=sys.stderr)
             return 2
+    if args.prepare_only:
+        return 0
     print(f"mutation testing: {', '.join(chosen)}; orders {', '.join(orders)}; seed {args.seed}; "
           f"{jobs} worker(s)" + (f"; a fixed sample of {args.sample} per chapter"
                                  if args.sample else ""))
@@ -987,6 +998,8 @@ def main(argv=None):
                    help="skip the check that the unmutated solutions pass first")
     p.add_argument("--no-prepare", action="store_true",
                    help="do not (re)build the emulator runtime first")
+    p.add_argument("--prepare-only", action="store_true",
+                   help="only build the emulator runtime the mutants reuse, then exit")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     args = p.parse_args(argv)
     if args.show:
