@@ -25,6 +25,7 @@ import argparse
 import concurrent.futures
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -683,7 +684,7 @@ class Workspace:
         errors = [l for l in (r.stderr + r.stdout).splitlines() if "error" in l]
         return (errors or (r.stderr + r.stdout).strip().splitlines() or ["make failed"])[0]
 
-    def run_tests(self, chapter, ids, order, seed, timeout):
+    def run_tests(self, chapter, ids, order, seed, timeout, watchdog=None):
         """Run the chapter's driver on ids in one thread order. Returns (results by id, a line
         saying why there are none: a crash or a timeout)."""
         out = self.root / f"result-{order.replace(':', '-')}.json"
@@ -692,6 +693,8 @@ class Workspace:
                "--only", ",".join(ids), "--seed", str(seed), "--json", str(out)]
         env = clean_env(TUT_BACKEND="cpu", TUT_TREE="solutions", TUT_BUILD=str(self.own_build),
                         CUEMU_ORDER=order)
+        if watchdog and "CUEMU_WATCHDOG_S" not in os.environ:
+            env["CUEMU_WATCHDOG_S"] = str(watchdog)
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 env=env, cwd=str(self.root), start_new_session=True)
         try:
@@ -733,7 +736,8 @@ def judge(ws, mutant, orders, seed, timeout):
         res.update(status="survived", killed_by=None, message="")
         for order in orders:
             results, why = ws.run_tests(mutant.chapter, [mutant.exercise], order, seed,
-                                        timeout.get((mutant.exercise, order), timeout["default"]))
+                                        timeout.get((mutant.exercise, order), timeout["default"]),
+                                        timeout.get(("watchdog", mutant.exercise)))
             r = results.get(mutant.exercise)
             if r is None or r["status"] not in ("PASS", "SKIP"):
                 res.update(status="killed", killed_by=f"{mutant.exercise} {order}",
@@ -902,7 +906,12 @@ def run(args):
                         print(f"\n== {chapter} ==\nERROR: {problem}")
                         exit_code = 2
                         continue
+                    # a mutant that hangs a kernel (a loop that never ends) is stopped by the
+                    # emulator's watchdog: seconds, not its default 20, when the test takes less
                     timeout.update({k: max(args.timeout / 4, 20 * s) for k, s in times.items()})
+                    for (ex_id, _), secs in times.items():
+                        w = min(20, max(5, math.ceil(5 * secs)))
+                        timeout[("watchdog", ex_id)] = max(w, timeout.get(("watchdog", ex_id), 0))
                 futures = [ex.submit(pool.run, judge, m, orders, args.seed, timeout)
                            for m in mutants]
                 results = []
