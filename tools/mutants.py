@@ -563,13 +563,19 @@ def file_mutants(path, text, chapter):
                               for n in range(text.count("\n", 0, start),
                                              text.count("\n", 0, max(start, end - 1)) + 1)})
             changed = [n for n in changed if lines[n] != new_lines[n]] or changed
+            line = changed[0] + 1
+            # a change in the continuation of a statement is shown with the statement's start
+            masked_lines = masked.splitlines()
+            while (changed[0] > region["line"]
+                   and re.search(r"[,(+\-*/%&|=<>?]\s*$", masked_lines[changed[0] - 1])):
+                changed.insert(0, changed[0] - 1)
             before = " ".join(lines[n].strip() for n in changed).strip()
             after = " ".join(new_lines[n].strip() for n in changed if new_lines[n].strip())
             after = "" if after == ";" else after
             key = f"{path.name}|{site.op}|{before}|{after}"
             seen[key] = seen.get(key, -1) + 1
             digest = hashlib.sha1(f"{key}|{seen[key]}".encode()).hexdigest()[:8]
-            out.append(Mutant(digest, chapter, path.name, changed[0] + 1, site.op,
+            out.append(Mutant(digest, chapter, path.name, line, site.op,
                               region["id"], before, after, mutated))
     return out
 
@@ -793,14 +799,15 @@ def baseline(ws, chapter, ids, orders, seed):
 
 
 def sample(mutants, declared, n):
-    """A fixed choice of at most n mutants: the first site of each operator, in this order:
+    """A fixed choice of at most n mutants: the last site of each operator, in this order:
     first the kinds the emulator always catches, none of the sync and stream ones (which
-    survive until the emulator's streams run asynchronously)."""
+    survive until the emulator's streams run asynchronously). The last site, because a loop's
+    first guard often only reads one element too far, which a test may or may not notice."""
     prefer = ["copy-direction", "sizeof-missing", "index-threadIdx-only", "pad-removed",
               "delete-free", "xy-swapped", "guard-off-by-one", "free-on-success-only"]
     picked = []
     for op in prefer:
-        for m in mutants:
+        for m in reversed(mutants):
             if m.op == op and m.id not in declared and len(picked) < n:
                 picked.append(m)
                 break
