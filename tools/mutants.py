@@ -23,6 +23,7 @@ Results: BUILD/results/cpu/mutants/NN_topic.json (--sample: .../mutants-sample/)
 """
 import argparse
 import concurrent.futures
+import contextlib
 import hashlib
 import json
 import math
@@ -649,6 +650,9 @@ def jobs_from_make():
 
 
 # ---- building and running one mutant ------------------------------------------------------------
+# The test processes running now (each in its own session, so a timeout kills its children too).
+LIVE, LIVE_LOCK = set(), threading.Lock()
+
 class Workspace:
     """A worker's private tree: the repository's Makefile, common/ and emu/ (links), a copy of
     one chapter's solutions, and a BUILD directory of its own that reuses the emulator runtime,
@@ -703,12 +707,17 @@ class Workspace:
             env["CUEMU_WATCHDOG_S"] = str(watchdog)
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 env=env, cwd=str(self.root), start_new_session=True)
+        with LIVE_LOCK:
+            LIVE.add(proc)
         try:
             output, _ = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
             return {}, f"timeout: no result after {timeout:.0f} s (a hang?)"
+        finally:
+            with LIVE_LOCK:
+                LIVE.discard(proc)
         results = {}
         if out.exists():
             try:
@@ -890,73 +899,83 @@ def run(args):
                                  if args.sample else ""))
     exit_code, grand, started_all, survivors = 0, [], time.perf_counter(), []
     base = Path(tempfile.mkdtemp(prefix="mutants-"))
+    ex = concurrent.futures.ThreadPoolExecutor(jobs)
     try:
         pool = Pool(base, build, jobs)
-        with concurrent.futures.ThreadPoolExecutor(jobs) as ex:
-            for chapter, ids in chosen.items():
-                started = time.perf_counter()
-                problems = []
-                declared = read_declarations(chapter, problems)
-                mutants = [m for m in chapter_mutants(chapter) if ids is None or m.exercise in ids]
-                ops_applied = {op: sum(m.op == op for m in mutants) for op in OPERATORS}
-                if args.sample:
-                    mutants = sample(mutants, declared, args.sample)
-                for m in mutants:
-                    if m.id in declared and m.op in NEVER_EQUIVALENT:
-                        problems.append(f"{m.id} is declared equivalent, but a {m.op} mutant "
-                                        f"never is: a GPU shows it")
-                timeout = {"default": args.timeout}
-                if not args.no_baseline and mutants:
-                    problem, times = pool.run(baseline, chapter, {m.exercise for m in mutants},
-                                              orders, args.seed)
-                    if problem:
-                        print(f"\n== {chapter} ==\nERROR: {problem}")
-                        exit_code = 2
-                        continue
-                    # a mutant that hangs a kernel (a loop that never ends) is stopped by the
-                    # emulator's watchdog: seconds, not its default 20, when the test takes less
-                    timeout.update({k: max(args.timeout / 4, 20 * s) for k, s in times.items()})
-                    for (ex_id, _), secs in times.items():
-                        w = min(20, max(5, math.ceil(5 * secs)))
-                        timeout[("watchdog", ex_id)] = max(w, timeout.get(("watchdog", ex_id), 0))
-                futures = [ex.submit(pool.run, judge, m, orders, args.seed, timeout)
-                           for m in mutants]
-                results = []
-                for k, f in enumerate(futures, 1):
-                    r = f.result()
-                    if r["id"] in declared and r["status"] == "survived":
-                        r["status"] = "declared"
-                    elif r["id"] in declared and r["status"] == "killed":
-                        r["status"] = "declared-but-killed"
-                    results.append(r)
-                    if not args.quiet:
-                        print(f"  [{k}/{len(mutants)}] {chapter[:2]} {r['id']} {r['operator']:<20} "
-                              f"{r['status']} ({r['seconds']:.1f} s)", file=sys.stderr, flush=True)
-                generated = {m.id for m in chapter_mutants(chapter)}
-                stale = problems + [f"{i} is declared in solutions/{chapter}/{DECLARATIONS} but "
-                                    f"no such mutant exists any more" for i in declared
-                                    if i not in generated]
-                stale += [f"{r['id']} is declared equivalent but {r['killed_by']} kills it: "
-                          f"remove it from solutions/{chapter}/{DECLARATIONS}"
-                          for r in results if r["status"] == "declared-but-killed"]
-                wall = time.perf_counter() - started
-                everything = {m.exercise for m in chapter_mutants(chapter)}
-                no_site = [e for e in exercise_ids(chapter)
-                           if e not in everything and (ids is None or e in ids)]
-                print_chapter(chapter, results, declared, ops_applied, stale, wall, no_site)
-                survivors += [r for r in results if r["status"] == "survived"]
-                if stale or any(r["status"] in ("survived", "unrun") for r in results):
-                    exit_code = max(exit_code, 1)
-                if any(r["status"] == "stillborn" for r in results):
-                    print("  note: a mutant that does not compile is a fault of the operator, "
-                          "not of the tests: please report it")
-                out_dir.mkdir(parents=True, exist_ok=True)
-                (out_dir / f"{chapter}.json").write_text(json.dumps({
-                    "chapter": chapter, "orders": orders, "seed": args.seed, "jobs": jobs,
-                    "wall_s": round(wall, 1), "totals": totals(results),
-                    "operators": ops_applied, "declaration_problems": stale,
-                    "sample": args.sample or None, "mutants": results}, indent=1))
-                grand += results
+        for chapter, ids in chosen.items():
+            started = time.perf_counter()
+            problems = []
+            declared = read_declarations(chapter, problems)
+            mutants = [m for m in chapter_mutants(chapter) if ids is None or m.exercise in ids]
+            ops_applied = {op: sum(m.op == op for m in mutants) for op in OPERATORS}
+            if args.sample:
+                mutants = sample(mutants, declared, args.sample)
+            for m in mutants:
+                if m.id in declared and m.op in NEVER_EQUIVALENT:
+                    problems.append(f"{m.id} is declared equivalent, but a {m.op} mutant "
+                                    f"never is: a GPU shows it")
+            timeout = {"default": args.timeout}
+            if not args.no_baseline and mutants:
+                problem, times = pool.run(baseline, chapter, {m.exercise for m in mutants},
+                                          orders, args.seed)
+                if problem:
+                    print(f"\n== {chapter} ==\nERROR: {problem}")
+                    exit_code = 2
+                    continue
+                # a mutant that hangs a kernel (a loop that never ends) is stopped by the
+                # emulator's watchdog: seconds, not its default 20, when the test takes less
+                timeout.update({k: max(args.timeout / 4, 20 * s) for k, s in times.items()})
+                for (ex_id, _), secs in times.items():
+                    w = min(20, max(5, math.ceil(5 * secs)))
+                    timeout[("watchdog", ex_id)] = max(w, timeout.get(("watchdog", ex_id), 0))
+            futures = [ex.submit(pool.run, judge, m, orders, args.seed, timeout)
+                       for m in mutants]
+            results = []
+            for k, f in enumerate(futures, 1):
+                r = f.result()
+                if (r["id"] in declared and r["status"] == "survived"
+                        and r["operator"] not in NEVER_EQUIVALENT):
+                    r["status"] = "declared"
+                elif r["id"] in declared and r["status"] == "killed":
+                    r["status"] = "declared-but-killed"
+                results.append(r)
+                if not args.quiet:
+                    print(f"  [{k}/{len(mutants)}] {chapter[:2]} {r['id']} {r['operator']:<20} "
+                          f"{r['status']} ({r['seconds']:.1f} s)", file=sys.stderr, flush=True)
+            generated = {m.id for m in chapter_mutants(chapter)}
+            stale = problems + [f"{i} is declared in solutions/{chapter}/{DECLARATIONS} but "
+                                f"no such mutant exists any more" for i in declared
+                                if i not in generated]
+            stale += [f"{r['id']} is declared equivalent but {r['killed_by']} kills it: "
+                      f"remove it from solutions/{chapter}/{DECLARATIONS}"
+                      for r in results if r["status"] == "declared-but-killed"]
+            wall = time.perf_counter() - started
+            everything = {m.exercise for m in chapter_mutants(chapter)}
+            no_site = [e for e in exercise_ids(chapter)
+                       if e not in everything and (ids is None or e in ids)]
+            print_chapter(chapter, results, declared, ops_applied, stale, wall, no_site)
+            survivors += [r for r in results if r["status"] == "survived"]
+            if stale or any(r["status"] in ("survived", "unrun") for r in results):
+                exit_code = max(exit_code, 1)
+            if any(r["status"] == "stillborn" for r in results):
+                print("  note: a mutant that does not compile is a fault of the operator, "
+                      "not of the tests: please report it")
+            out_dir.mkdir(parents=True, exist_ok=True)
+            (out_dir / f"{chapter}.json").write_text(json.dumps({
+                "chapter": chapter, "orders": orders, "seed": args.seed, "jobs": jobs,
+                "wall_s": round(wall, 1), "totals": totals(results),
+                "operators": ops_applied, "declaration_problems": stale,
+                "sample": args.sample or None, "mutants": results}, indent=1))
+            grand += results
+        ex.shutdown()
+    except BaseException:   # Ctrl-C: drop the queued mutants, stop the running tests
+        signal.signal(signal.SIGINT, signal.SIG_IGN)   # a second Ctrl-C must not stop the cleanup
+        ex.shutdown(wait=False, cancel_futures=True)
+        with LIVE_LOCK:
+            for proc in LIVE:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+        raise
     finally:
         shutil.rmtree(base, ignore_errors=True)
     changed = [p for p, b in before.items() if not p.exists() or p.read_bytes() != b]
@@ -1026,7 +1045,12 @@ def main(argv=None):
                 if ids is None or m.exercise in ids:
                     print(f"{m.id}  {m.exercise:<6} {m.where():<30} {m.op:<20} {m.change(90)}")
         return 0
-    return run(args)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print("\ninterrupted: the temporary copies are removed, the working files untouched",
+              file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
