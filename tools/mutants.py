@@ -77,9 +77,6 @@ def code_mask(text):
     return "".join(out)
 
 
-PAIRS = {"(": ")", "[": "]", "{": "}"}
-
-
 def match_close(masked, open_at):
     """Index of the bracket closing the one at open_at (-1 if none)."""
     depth = 0
@@ -152,7 +149,8 @@ def word_before(masked, pos):
 
 
 def call_args(masked, name_end):
-    """The argument spans of the call whose name ends at name_end, or None."""
+    """([(start, end) of each argument], index of the closing parenthesis) of the call whose
+    name ends at name_end, or (None, None) when no call follows."""
     open_at = next_code(masked, name_end)
     if open_at >= len(masked) or masked[open_at] != "(":
         return None, None
