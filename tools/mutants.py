@@ -438,11 +438,13 @@ PITCHED = {"cudaMemcpy2D": ([1, 3], 4), "cudaMemcpy2DAsync": ([1, 3], 4),
 @operator("pitch-as-width", "a row pitch replaced by the row width (a pitched copy's pitch "
                             "argument, or the pitch in an address computation)")
 def op_pitch_as_width(text, masked, lo, hi):
+    calls = []   # the pitched calls' spans: a pitch inside them is the case above, once
     for m in re.finditer(r"\b(%s)\s*(?=\()" % "|".join(PITCHED), masked[lo:hi]):
-        args, _ = call_args(masked, lo + m.end(1))
+        args, close = call_args(masked, lo + m.end(1))
         pitches, width = PITCHED[m.group(1)]
         if not args or len(args) <= max(pitches + [width]):
             continue
+        calls.append((lo + m.start(), close))
         w = masked[slice(*args[width])]
         for p in pitches:
             if masked[slice(*args[p])] != w:
@@ -454,6 +456,12 @@ def op_pitch_as_width(text, masked, lo, hi):
         before, after = prev_code(masked, at), next_code(masked, lo + m.end())
         if name.isupper() or (before >= 0 and masked[before] == "&"):
             continue
+        if any(start <= at < end for start, end in calls):
+            continue
+        if before >= 0 and masked[before] == "*":   # *pitch, a dereference, is not a product
+            ahead = prev_code(masked, before)
+            if ahead < 0 or masked[ahead] in "(,=;{}?:+-*/%&|<>!":
+                continue
         in_arithmetic = ((before >= 0 and masked[before] in "*/+")
                          or (after < len(masked) and masked[after] in "*/"))
         if not in_arithmetic:
