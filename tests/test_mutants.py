@@ -127,6 +127,16 @@ class Operators(unittest.TestCase):
     def test_a_call_inside_an_expression_is_not_deleted(self):
         self.assertFalse([m for m in self.all if "e = cudaDeviceSynchronize();" in m.before])
 
+    def test_a_dereferenced_pitch_is_mutated_once_and_compiles(self):
+        src = ("void f(float *d, size_t *pitch, size_t width)\n{\n"
+               "    // @solution 99.3: one pitched copy (~1 line)\n"
+               "    CUDA_CHECK(cudaMemcpy2D(d, *pitch, d, width, width, 2, "
+               "cudaMemcpyDeviceToDevice));\n"
+               "    // @end\n}\n")
+        self.assertEqual([m.after for m in mutants_of(src) if m.op == "pitch-as-width"],
+                         ["CUDA_CHECK(cudaMemcpy2D(d, width, d, width, width, 2, "
+                          "cudaMemcpyDeviceToDevice));"])
+
     def test_ids_are_unique_and_stable(self):
         ids = [m.id for m in self.all]
         self.assertEqual(len(ids), len(set(ids)))
