@@ -333,7 +333,8 @@ def op_guard_off_by_one(text, masked, lo, hi):
             yield Site("guard-off-by-one", [(at, at + len(m.group(1)), FLIP[m.group(1)])])
 
 
-CAST = r"(?:\(\s*(?:size_t|int|unsigned(?:\s+int)?|unsigned\s+long(?:\s+long)?|long(?:\s+long)?)\s*\)\s*)?"
+CAST = (r"(?:\(\s*(?:size_t|int|unsigned(?:\s+int)?|unsigned\s+long(?:\s+long)?"
+        r"|long(?:\s+long)?)\s*\)\s*)?")
 GLOBAL_INDEX = [
     CAST + r"blockIdx\.([xyz])\s*\*\s*" + CAST + r"blockDim\.{d}\s*\+\s*threadIdx\.{d}\b",
     CAST + r"blockDim\.([xyz])\s*\*\s*" + CAST + r"blockIdx\.{d}\s*\+\s*threadIdx\.{d}\b",
@@ -643,8 +644,8 @@ def thread_orders():
 
 
 def clean_env(**extra):
-    """The environment for child processes: no make jobserver (the children are not make's),
-    and quiet emulator warnings (they are in the JSON message anyway)."""
+    """The environment for child processes, without make's jobserver: the makes this tool
+    starts are not children of the make that started it."""
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     env.update(extra)
     return env
@@ -658,6 +659,7 @@ def jobs_from_make():
 # ---- building and running one mutant ------------------------------------------------------------
 # The test processes running now (each in its own session, so a timeout kills its children too).
 LIVE, LIVE_LOCK = set(), threading.Lock()
+
 
 class Workspace:
     """A worker's private tree: the repository's Makefile, common/ and emu/ (links), a copy of
@@ -675,7 +677,8 @@ class Workspace:
             "make", "-C", str(root), "--no-print-directory", "-s", "BACKEND=cpu",
             f"BUILD={self.own_build}", f"EMU_BUILD={build}/emu",
             f"EMU_REWRITE={build}/emu/cuemu-rewrite", f"PYTHON={sys.executable}",
-            "-o", f"{build}/emu/libcuemu.a", "-o", f"{build}/emu/cuemu-rewrite", "-o", str(tut_check)]
+            "-o", f"{build}/emu/libcuemu.a", "-o", f"{build}/emu/cuemu-rewrite",
+            "-o", str(tut_check)]
 
     def library(self, chapter):
         return self.own_build / "cpu" / "solutions" / f"lib{chapter}.so"
