@@ -160,13 +160,22 @@ $(BUILD)/nvcc-compile/%.o: %.cu $(COMMON_H)
 nvcc-missing-note:
 	@echo "note: $(NVCC) not found: skipping the nvcc compile of every .cu"
 
+# --- mutation testing (maintainers; docs/mutants.md) ----------------------------------------------
+# Plants one classic student bug at a time in the solution regions (on private copies, never the
+# working files), rebuilds that chapter for the emulator, and runs the exercise's tests in every
+# thread order. CH=NN (or CH=NN.M, one exercise) narrows it; `make -j2 mutants` runs two workers;
+# MUTANTS_ARGS passes more options to tools/mutants.py (--help lists them).
+MUTANTS_ARGS ?=
+mutants: python emu-lib $(BUILD)/cpu/common/tut_check.o ## plant classic bugs in solutions/ one at a time: does a test catch each? (CH=NN)
+	@$(PY) tools/mutants.py --build $(BUILD) --no-prepare $(if $(filter command line,$(origin CH)),$(CH)) $(MUTANTS_ARGS)
+
 clean: ## remove build/
 	rm -rf $(BUILD)
 
 help: ## this list
 	@echo "make [target] [BACKEND=gpu|cpu|auto] [CH=NN] [ARGS=...]   (BACKEND now resolves to $(B))"
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]*):.*## (.*)/  \1\t\2/' | expand -t 20
-	@echo "variables: BACKEND ARCH NVCC NVCCFLAGS PYTHON CH ARGS BUILD CTEST_ARGS"
+	@echo "variables: BACKEND ARCH NVCC NVCCFLAGS PYTHON CH ARGS BUILD CTEST_ARGS MUTANTS_ARGS"
 
 # --- lessons: figures, pictures, compute-sanitizer ------------------------------------------------
 figures: python ## fail if a lesson quotes a GPU figure that no recorded run (docs/figures/) has
@@ -191,4 +200,4 @@ cmake-present:
 
 FORCE:
 .PHONY: all python run bench check check-solutions test exercises exercises-check nvcc-compile \
-	nvcc-missing-note clean help nvcc-present cmake-present FORCE
+	nvcc-missing-note clean help nvcc-present cmake-present mutants FORCE

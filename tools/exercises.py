@@ -39,10 +39,27 @@ class MarkerError(Exception):
 
 def exercise_text(solution_path, text):
     """The exercise version of one solution file."""
+    out, seen, _ = parse(solution_path, text)
+    return out, seen
+
+
+def solution_regions(solution_path, text):
+    """The @solution regions of one solution file, in order: dicts with the exercise `id`, the
+    1-based line numbers of its `line` (@solution marker) and `end` (@end marker), and
+    `stub_lines`, the line numbers of its @stub markers (tools/mutants.py plants bugs between)."""
+    return parse(solution_path, text)[2]
+
+
+def _shown(path):
+    return path.relative_to(REPO) if path.is_relative_to(REPO) else path
+
+
+def parse(solution_path, text):
+    """(exercise text, exercise ids seen, regions) of one solution file."""
     chapter_number = solution_path.parent.name[:2]
-    out, region, seen = [], None, set()
+    out, region, seen, regions = [], None, set(), []
     for lineno, line in enumerate(text.splitlines(keepends=True), 1):
-        where = f"{solution_path.relative_to(REPO)}:{lineno}"
+        where = f"{_shown(solution_path)}:{lineno}"
         begin = BEGIN.match(line)
         if begin:
             if region:
@@ -51,7 +68,8 @@ def exercise_text(solution_path, text):
             indent, ex_id, hint = begin.groups()
             if not ex_id.startswith(chapter_number + "."):
                 raise MarkerError(f"{where}: exercise {ex_id} in chapter {chapter_number}")
-            region = {"indent": indent, "id": ex_id, "line": lineno, "stubs": []}
+            region = {"indent": indent, "id": ex_id, "line": lineno, "stubs": [],
+                      "stub_lines": []}
             out.append(f"{indent}// TODO(student) {ex_id}: {hint}\n")
             seen.add(ex_id)
             continue
@@ -66,13 +84,16 @@ def exercise_text(solution_path, text):
         stub = STUB.match(line)
         if stub:
             region["stubs"].append(f"{region['indent']}{stub.group(1)}\n")
+            region["stub_lines"].append(lineno)
         elif END.match(line):
             out.extend(region["stubs"])
+            region["end"] = lineno
+            regions.append(region)
             region = None
     if region:
-        raise MarkerError(f"{solution_path.relative_to(REPO)}:{region['line']}: "
+        raise MarkerError(f"{_shown(solution_path)}:{region['line']}: "
                           f"@solution {region['id']} has no @end")
-    return "".join(out), seen
+    return "".join(out), seen, regions
 
 
 def pairs():
