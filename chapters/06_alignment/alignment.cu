@@ -66,12 +66,15 @@ __global__ void strided_copy_kernel(const float *__restrict__ in, float *__restr
 
 /* Copies n floats with 16-byte loads wherever it may. src and dst must have the same address
    modulo 16 (the host function checks), but that address may be anything a sub-allocation
-   gives: a few scalar copies (the head) reach the first 16-byte boundary, float4 copies do the
-   body, and scalar copies do the tail. A grid-stride loop: any grid covers any n. */
+   gives: a few scalar copies (the head) reach a boundary, float4 copies do the body, and scalar
+   copies do the tail. A 16-byte boundary is enough for float4 to be legal; the head runs on to
+   the next 128-byte boundary so that each warp's 512 bytes are 4 whole 128-byte lines (16 whole
+   sectors) rather than 5 partial ones, for src and, when it shares src's offset modulo 128, for
+   dst. The lesson has the measurements. A grid-stride loop: any grid covers any n. */
 __global__ void copy_vec4_kernel(const float *__restrict__ src, float *__restrict__ dst,
                                  long long n)
 {
-    // TODO(student) 06.3: head = floats before src's next 16-byte boundary (at most n); copy the head, then the body as float4 with a grid-stride loop, then the tail (~14 lines)
+    // TODO(student) 06.3: head = floats before src's next 128-byte boundary (at most n); copy the head, then the body as float4 with a grid-stride loop, then the tail (~14 lines)
 }
 
 /* A float4 load from p + offset_floats: legal only when that address is a multiple of 16. */

@@ -71,15 +71,18 @@ __global__ void strided_copy_kernel(const float *__restrict__ in, float *__restr
 
 /* Copies n floats with 16-byte loads wherever it may. src and dst must have the same address
    modulo 16 (the host function checks), but that address may be anything a sub-allocation
-   gives: a few scalar copies (the head) reach the first 16-byte boundary, float4 copies do the
-   body, and scalar copies do the tail. A grid-stride loop: any grid covers any n. */
+   gives: a few scalar copies (the head) reach a boundary, float4 copies do the body, and scalar
+   copies do the tail. A 16-byte boundary is enough for float4 to be legal; the head runs on to
+   the next 128-byte boundary so that each warp's 512 bytes are 4 whole 128-byte lines (16 whole
+   sectors) rather than 5 partial ones, for src and, when it shares src's offset modulo 128, for
+   dst. The lesson has the measurements. A grid-stride loop: any grid covers any n. */
 __global__ void copy_vec4_kernel(const float *__restrict__ src, float *__restrict__ dst,
                                  long long n)
 {
-    // @solution 06.3: head = floats before src's next 16-byte boundary (at most n); copy the head, then the body as float4 with a grid-stride loop, then the tail (~14 lines)
+    // @solution 06.3: head = floats before src's next 128-byte boundary (at most n); copy the head, then the body as float4 with a grid-stride loop, then the tail (~14 lines)
     long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     long long stride = (long long)gridDim.x * blockDim.x;
-    long long head = (long long)(((16 - ((uintptr_t)src & 15)) & 15) / sizeof(float));
+    long long head = (long long)(((128 - ((uintptr_t)src & 127)) & 127) / sizeof(float));
     if (head > n)
         head = n;
     long long n4 = (n - head) / 4;
