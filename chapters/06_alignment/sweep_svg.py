@@ -14,8 +14,8 @@ import json
 import sys
 from xml.sax.saxutils import escape
 
-W, H = 920, 380
-TOP, BOTTOM, LEFT = 56, 316, 64          # plot area, in pixels
+W, H = 940, 380
+TOP, BOTTOM, LEFT = 56, 316, 74          # plot area, in pixels
 PANEL_W, GAP = 360, 110
 Y_MAX = 1.10                             # shares up to 110%
 BLUE, ORANGE, GREY = "#1f5fa8", "#d9711c", "#888888"
@@ -43,6 +43,9 @@ def _axes(x0, title, xlabel, xticks, xpos):
         out.append(f'<text x="{x:.1f}" y="{BOTTOM + 17}" text-anchor="middle">{t}</text>')
     out.append(f'<text x="{x0 + PANEL_W / 2}" y="{BOTTOM + 36}" text-anchor="middle">'
                f'{escape(xlabel)}</text>')
+    yc = (TOP + BOTTOM) / 2
+    out.append(f'<text x="{x0 - 46}" y="{yc}" text-anchor="middle" '
+               f'transform="rotate(-90 {x0 - 46} {yc})">share of cudaMemcpy</text>')
     return out
 
 
