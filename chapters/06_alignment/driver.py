@@ -52,8 +52,8 @@ def c_api(lib):
         pitch_for=lib.bind("pitch_for", [SZ, SZ, ctypes.POINTER(SZ), IP]),
         # int strided_copy(const float *d_in, float *d_out, int n, int stride, int offset)
         strided_copy=lib.bind("strided_copy", [P, P, I, I, I]),
-        # int copy_any_offset(const float *d_src, float *d_dst, long long n)
-        copy_any_offset=lib.bind("copy_any_offset", [P, P, LL]),
+        # int copy_any_offset(const float *d_src, float *d_dst, long long n, int max_blocks)
+        copy_any_offset=lib.bind("copy_any_offset", [P, P, LL, I]),
         # int float4_load(int offset_floats, float *h_sum)
         float4_load=lib.bind("float4_load", [I, tut.c_float_p]),
         # int scale_rows_pitched(const float *h_in, float *h_out, unsigned char *h_raw,
@@ -141,10 +141,11 @@ def strided_copy(lib, a, n, stride, offset=0):
         return d_out.download(np.float32, n)
 
 
-def copy_at_offset(lib, a, offset, dst_offset=None):
+def copy_at_offset(lib, a, offset, dst_offset=None, max_blocks=0):
     """Copy a with copy_vec4_kernel from `offset` floats into one device buffer to `dst_offset`
     (default: the same) floats into another: the addresses a sub-allocation gives. The floats
-    before and after the copied ones, in the destination, must stay poisoned."""
+    before and after the copied ones, in the destination, must stay poisoned. max_blocks: 0 for
+    one float4 per thread (the bench's grid), else a grid of at most that many blocks."""
     tut.check_array(a, np.float32, "a", ndim=1)
     dst_offset = offset if dst_offset is None else dst_offset
     offset = tut.check_count(offset, "offset", maximum=MAX_OFFSET)
@@ -161,7 +162,7 @@ def copy_at_offset(lib, a, offset, dst_offset=None):
     src_host[offset:offset + n] = a
     with tut.DeviceBuffer.from_array(lib, src_host) as d_src, \
             tut.DeviceBuffer(lib, 4 * total) as d_dst:
-        c_api(lib).copy_any_offset(_at(d_src, offset), _at(d_dst, dst_offset), n)
+        c_api(lib).copy_any_offset(_at(d_src, offset), _at(d_dst, dst_offset), n, max_blocks)
         d_dst.check_guards()
         whole = d_dst.download(np.float32, total)
     bits = whole.view(np.uint32)
@@ -391,6 +392,12 @@ def test_copy(ctx):
         a = tut.random_f32(ctx.rng, 1001)
         tut.assert_equal(copy_at_offset(ctx.lib, a, offset, dst), a,
                          name=f"copy of 1001 floats from offset {offset} to offset {dst}")
+    # A grid smaller than the work: only the grid-stride loop covers it.
+    for offset, blocks in ((0, 1), (1, 2), (13, 3)):
+        a = tut.random_f32(ctx.rng, 4099)
+        tut.assert_equal(copy_at_offset(ctx.lib, a, offset, max_blocks=blocks), a,
+                         name=f"copy of 4099 floats at an offset of {offset} floats with a grid "
+                              f"of {blocks} block(s) of 256 threads (the grid-stride loop)")
     if ctx.backend == "gpu":
         a = tut.random_f32(ctx.rng, (1 << 24) + 7)
         tut.assert_equal(copy_at_offset(ctx.lib, a, 3), a, name="copy of 2^24+7 floats")
@@ -489,8 +496,11 @@ def test_errors(ctx):
         tut.expect_raises(exc, bad, what)
     # The C side refuses too, when Python is bypassed: pointers 8 bytes apart mod 16.
     with tut.DeviceBuffer(lib, 1024) as d_a, tut.DeviceBuffer(lib, 1024) as d_b:
-        tut.expect_raises(ValueError, lambda: api.copy_any_offset(_at(d_a, 1), _at(d_b, 3), 10),
+        tut.expect_raises(ValueError,
+                          lambda: api.copy_any_offset(_at(d_a, 1), _at(d_b, 3), 10, 0),
                           "copy_any_offset with addresses unequal mod 16")
+        tut.expect_raises(ValueError, lambda: api.copy_any_offset(d_a.ptr, d_b.ptr, 10, -1),
+                          "copy_any_offset with a negative max_blocks")
         # A pitch smaller than the row: cudaErrorInvalidPitchValue, from CUDA itself.
         host = np.zeros((4, 10), np.float32)
         tut.expect_cuda_error(lib, "cudaErrorInvalidPitchValue",
