@@ -594,7 +594,7 @@ def bench(lib):
     fault, pref = table[(top, "GPU faults")], table[(top, "prefetch+kernel")]
     b.row(f"GPU first touch by page faults, {_size(top)}", fault, "GB/s")
     b.row(f"prefetch, then the kernel, {_size(top)}", pref, "GB/s")
-    print(f"  prefetch+kernel vs fault-driven first touch at {_size(top)}: {pref / fault:.1f}x")
+    b.figure(f"prefetch+kernel vs fault-driven first touch at {_size(top)}", pref / fault, "x", 1)
     print(f"  host reads after a kernel at {_size(top)}: faults {table[(top, 'host faults')]:.2f}"
           f" GB/s, prefetch back {table[(top, 'prefetch to host')]:.2f} GB/s")
 
@@ -609,7 +609,7 @@ def bench(lib):
     b.row(f"kernel on cudaMalloc memory, {_size(top)} (read + write)", device_gbps, "GB/s",
           ceiling)
     b.row(f"kernel on resident managed memory, {_size(top)}", managed_gbps, "GB/s", ceiling)
-    print(f"  resident managed / cudaMalloc: {managed_gbps / device_gbps:.3f}")
+    b.figure("resident managed / cudaMalloc", managed_gbps / device_gbps, "x", 3)
 
     # Read-mostly: a 64 MiB table every SM reads, which the host also reads between kernels.
     table_n, n = (16 * MiB, 16 * MiB) if gpu else (256 * KiB, 256 * KiB)
@@ -627,7 +627,8 @@ def bench(lib):
     b.row(f"lookup kernel, {_size(4 * table_n)} table the host reads too: no advice",
           lut_ms["no advice"], "ms")
     b.row("the same, table advised read-mostly", lut_ms["read-mostly"], "ms")
-    print(f"  read-mostly: {lut_ms['no advice'] / lut_ms['read-mostly']:.1f}x faster kernel")
+    b.figure("lookup kernel, no advice / read-mostly", lut_ms["no advice"] / lut_ms["read-mostly"],
+             "x", 1)
 
     # Host-owned data the GPU reads once per step: preferred location host, accessed-by device.
     size = 256 * MiB if gpu else 4 * MiB
@@ -643,8 +644,10 @@ def bench(lib):
                 m.address, size // 4, k, tm), reps)
     for label, ms in step_ms.items():
         b.row(f"host writes {_size(size)}, kernel reads it: {label}", ms, "ms")
-    print(f"  preferred location + accessed-by vs no advice: "
-          f"{step_ms['no advice'] / step_ms['+ accessed-by device']:.1f}x faster per step")
+    b.figure("host-written data, no advice / preferred location host",
+             step_ms["no advice"] / step_ms["preferred location host"], "x", 1)
+    b.figure("host-written data, no advice / preferred location + accessed-by",
+             step_ms["no advice"] / step_ms["+ accessed-by device"], "x", 1)
 
 
 def _plot(sizes, table, backend):

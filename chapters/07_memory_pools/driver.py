@@ -995,6 +995,8 @@ def bench(lib):
                                                             s.handle), reps)
             per_ms[kind] = steps / ms
             b.row(what, per_ms[kind], "steps/ms", per_ms.get(ALLOC_NONE))
+        b.figure("cudaMalloc + cudaFree per step: us per step over the ceiling",
+                 1e3 / per_ms[ALLOC_CUDA_MALLOC] - 1e3 / per_ms[ALLOC_NONE], "us")
         if default:
             default.set_threshold(old)
             default.trim(0)
@@ -1012,7 +1014,11 @@ def bench(lib):
         if how is None:
             print(f"  {what}: skipped, CuPy is not usable here ({why})")
             continue
-        b.row(what, 1e-3 / _python_chain(lib, n, steps, pyreps, how), "steps/ms", floor)
+        py_per_ms = 1e-3 / _python_chain(lib, n, steps, pyreps, how)
+        b.row(what, py_per_ms, "steps/ms", floor)
+        if isinstance(how, _Cached):
+            b.figure("CachingAllocator: us per step over the ceiling, from Python",
+                     1e3 / py_per_ms - 1e3 / floor, "us")
     print(f"  CachingAllocator: {alloc.stats['cuda_mallocs']} cudaMalloc calls for "
           f"{alloc.stats['hits'] + alloc.stats['misses']} allocations")
     alloc.empty_cache()
