@@ -41,7 +41,6 @@ from pathlib import Path, PurePosixPath
 REPO = Path(__file__).resolve().parent.parent
 ARCHIVES = (".zip", ".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 MAX_SOURCE = 1 << 20        # bytes: a larger "exercise file" in a submission is ignored
-EXERCISE_ID = re.compile(r"^\d\d\.\d+(\+[A-Za-z0-9-]+)?$")
 
 
 class GradeError(Exception):
@@ -329,15 +328,19 @@ class Grader:
         with self._lock:
             if key in self._tests:
                 return self._tests[key]
-        log = ws / "build" / "list.log"
-        rc, why = run_limited([self.python, f"chapters/{chapter}/driver.py", "--list"], ws,
-                              env, 60, 1 << 20, log)
-        if rc != 0:
-            raise GradeError(f"`driver.py --list` of {chapter} failed:\n{why}{tail(log)}")
-        ids = [i for i in log.read_text().split() if EXERCISE_ID.match(i)]
+        # the instructor's driver, never the workspace's: its tests are what is graded
+        log = ws / "build" / "describe.log"
+        rc, why = run_limited([self.python, str(REPO / "chapters" / chapter / "driver.py"),
+                               "--describe"], ws, env, 60, 1 << 20, log)
+        try:
+            tests = [t for t in json.loads(log.read_text()) if t["exercise"]] if rc == 0 else None
+        except ValueError:
+            tests = None
+        if tests is None:
+            raise GradeError(f"`driver.py --describe` of {chapter} failed:\n{why}{tail(log)}")
         with self._lock:
-            self._tests[key] = ids
-        return ids
+            self._tests[key] = tests
+        return tests
 
     def grade(self, name, files, ws):
         """Grade one submission (files: as from submission_files). Returns the score dict."""
@@ -351,27 +354,34 @@ class Grader:
             env["TUT_HIDDEN"] = self.hidden
         if self.timeout < 40:   # let the emulator's watchdog name the kernel before we kill it
             env["CUEMU_WATCHDOG_S"] = str(max(2, int(self.timeout / 2)))
-        tests = []
+        tests, shown_at = [], {}
         for ch in chapters:
             points = {i: ex["points"] for i, ex in manifest(ch)["exercises"].items()}
             broken = self.build(ws, ch, taken)
             regions = manifest(ch)["exercises"]
-            for test_id in self.test_ids(ws, ch, env):
-                ex_id = test_id.split("+")[0]
-                entry = {"id": test_id, "exercise": ex_id, "chapter": ch, "title": "",
-                         "max": points.get(ex_id, 1), "hidden": "+" in test_id}
-                bad = [f for f, err in broken.items()
+            shown = set()
+            several = len(taken) > 1
+            for t in self.test_ids(ws, ch, env):
+                test_id, ex_id = t["id"], t.get("part_of") or t["id"]
+                entry = {"id": test_id, "exercise": ex_id, "chapter": ch, "title": t["title"],
+                         "max": t["points"] if t.get("part_of") else points.get(ex_id, 1),
+                         "hidden": bool(t.get("part_of")), "status": "FAIL", "message": ""}
+                bad = [f for f in broken
                        if not f or any(r["file"] == f for r in regions.get(ex_id, {})
                                        .get("regions", []))]
                 if bad:
-                    entry.update(status="FAIL", message=(
-                        f"chapters/{ch}/{bad[0]} does not compile (the stub was used in its "
-                        f"place, so the other files' exercises still count):\n{broken[bad[0]]}")
-                        if bad[0] else f"the chapter's library does not link:\n{broken['']}")
-                    # a hidden test's title and points come from its own run: run it on the stub
-                    if not entry["hidden"]:
-                        tests.append(entry)
-                        continue
+                    what = (f"chapters/{ch}/{bad[0]} does not compile" if bad[0]
+                            else "the chapter's library does not link")
+                    entry["message"] = f"{what}, so this exercise scores 0" + (
+                        f" (the stub was used in its place: the exercises of the other files "
+                        f"still count)" if bad[0] and several else "") + (
+                        f"; the compiler's messages are under {shown_at[bad[0]]} above"
+                        if bad[0] in shown else f":\n{broken[bad[0]]}")
+                    if bad[0] not in shown:
+                        shown.add(bad[0])
+                        shown_at[bad[0]] = test_id
+                    tests.append(entry)
+                    continue
                 tests.append(self.run_test(ws, ch, test_id, env, entry))
         score = sum(t["score"] for t in tests if "score" in t)
         for t in tests:
@@ -397,19 +407,13 @@ class Grader:
         if not why and jpath.exists():
             with _quiet():
                 result = json.loads(jpath.read_text())[0]
-        compile_failure = entry.get("message")
         if result is None:
-            entry.update(status="FAIL", message=(
-                f"{why or describe_exit(rc)}; the end of its output:\n{tail(log)}"))
+            entry["message"] = (f"{why or describe_exit(rc)}; the end of its output:\n"
+                                f"{tail(log, 1500)}")
         else:
-            entry["title"] = result["title"]
-            if entry["hidden"]:
-                entry["max"] = result.get("points", 1)
             entry.update(status=result["status"], message=result["message"])
-            if result["status"] == "PASS" and not compile_failure:
+            if result["status"] == "PASS":
                 entry["score"] = entry["max"]
-        if compile_failure:
-            entry.update(status="FAIL", message=compile_failure)
         return entry
 
 
