@@ -210,7 +210,7 @@ def main(argv=None):
                 edited.append(ex)          # not what this tool wrote last: someone's work
             else:
                 stale.append(ex)           # what this tool wrote, from an older solution
-            if args.check:
+            if args.check and ex not in edited:   # a diff of a student's work is only noise
                 sys.stdout.writelines(difflib.unified_diff(
                     (current or "").splitlines(keepends=True), text.splitlines(keepends=True),
                     rel(ex), "generated from " + rel(REPO / "solutions" / chapter / name)))
