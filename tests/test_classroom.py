@@ -228,10 +228,11 @@ class Handout(unittest.TestCase):
     def test_handout_builds_and_checks_on_its_own(self):
         out = SCRATCH / "handout"
         hidden = scratch("hidden-for-handout")
-        (hidden / "01_secret.py").write_text("def register(ch, driver):\n    pass\n")
-        r = run([sys.executable, str(REPO / "tools" / "handout.py"), "--out", str(out),
-                 "--hidden", str(hidden), "--check", "01", "--python", sys.executable])
+        (hidden / "01_secret.py").write_text(HIDDEN_TEST)
+        r = run(["make", "--no-print-directory", "-C", str(REPO), "handout", f"HANDOUT={out}",
+                 f"HIDDEN={hidden}", "CH=01", f"PYTHON={sys.executable}"])
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("make grade CH=01: 9 of 9 points", r.stdout)   # no hidden test there
         self.assertIn("handout checked", r.stdout)
         self.assertFalse((out / "solutions").exists())
         self.assertFalse((out / ".git").exists())
@@ -241,7 +242,7 @@ class Handout(unittest.TestCase):
                          stub(), "the handout's exercise is not the generated stub")
         for f in out.rglob("*"):
             if f.is_file():
-                self.assertNotIn(b"def register(ch, driver):\n    pass", f.read_bytes(), f)
+                self.assertNotIn(b"big-prime", f.read_bytes(), f)
 
 
 HIDDEN_TEST = '''

@@ -598,8 +598,8 @@ def grade_all(grader, args):
                        + [r["score"], r["max_score"]])
             (fb_dir / f"{name}.txt").write_text(feedback(r))
     took = time.monotonic() - started
-    print(f"graded {len(results)} submissions in {took:.0f} s ({took / len(results):.1f} s "
-          f"each, {args.jobs} at a time)\nwrote {book}\nwrote {fb_dir}/<student>.txt "
+    print(f"graded {len(results)} submissions in {took:.0f} s of wall time ({args.jobs} at a "
+          f"time)\nwrote {book}\nwrote {fb_dir}/<student>.txt "
           f"({len(results)} files) and {args.out / 'results'}/<student>/"
           f"{{score.json,results.json,junit.xml}}")
     return 0

@@ -12,6 +12,7 @@ The stubs are put back and build/ removed afterwards, so what is left is what st
 """
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -119,7 +120,14 @@ def make(out, python, *args, expect):
     cmd = ["make", "--no-print-directory", "-C", str(out), f"PYTHON={python}", "BACKEND=cpu",
            *args]
     print(f"handout check: make {' '.join(args)} (in {out})", flush=True)
-    run = subprocess.run(cmd, capture_output=True, text=True)
+    # on its own: nothing from the make that runs this (HIDDEN=, BUILD=...) nor from the harness
+    # (make exports its command line's variables to the environment too)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "HIDDEN", "CH",
+                        "BUILD", "BACKEND", "SUBMISSIONS", "JOBS", "TIMEOUT", "SEED", "HANDOUT",
+                        "CHECK", "FORCE", "ARGS", "CTEST_ARGS", "PYTHON")
+           and not k.startswith(("TUT_", "CUEMU_"))}
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env)
     text = run.stdout + run.stderr
     if (run.returncode == 0) != expect:
         print(text[-6000:])
