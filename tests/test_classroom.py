@@ -228,7 +228,8 @@ class Handout(unittest.TestCase):
     def test_handout_builds_and_checks_on_its_own(self):
         out = SCRATCH / "handout"
         hidden = scratch("hidden-for-handout")
-        (hidden / "01_secret.py").write_text(HIDDEN_TEST)
+        token = f"secret {os.getpid()} {os.urandom(8).hex()}"   # in no other file
+        (hidden / "01_secret.py").write_text(HIDDEN_TEST + f"# {token}\n")
         r = run(["make", "--no-print-directory", "-C", str(REPO), "handout", f"HANDOUT={out}",
                  f"HIDDEN={hidden}", "CH=01", f"PYTHON={sys.executable}"])
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
@@ -242,7 +243,7 @@ class Handout(unittest.TestCase):
                          stub(), "the handout's exercise is not the generated stub")
         for f in out.rglob("*"):
             if f.is_file():
-                self.assertNotIn(b"big-prime", f.read_bytes(), f)
+                self.assertNotIn(token.encode(), f.read_bytes(), f)
 
 
 HIDDEN_TEST = '''
