@@ -383,6 +383,10 @@ class Grader:
                     tests.append(entry)
                     continue
                 tests.append(self.run_test(ws, ch, test_id, env, entry))
+        skipped = sum(t["status"] == "SKIP" for t in tests)
+        if skipped:
+            notes.append(f"{skipped} test(s) could not run on the {self.backend} backend here "
+                         f"(see their messages) and score 0: grade with BACKEND=cpu")
         score = sum(t["score"] for t in tests if "score" in t)
         for t in tests:
             t.setdefault("score", 0)
