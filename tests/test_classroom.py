@@ -302,6 +302,8 @@ class Grading(unittest.TestCase):
         shutil.rmtree(d)
         folder("flood", replace_region(sol, "01.3", '    for (;;) puts("spam spam spam");\n'))
         folder("broken", replace_region(sol, "01.1", "    this is not C++;\n    return 0;\n"))
+        # the instructor's answer, reached through the preprocessor
+        folder("peek", f'#include "{REPO}/solutions/{CH}/{CU}"\n')
         hidden = cls.dir / "hidden"
         hidden.mkdir()
         (hidden / "01_extra.py").write_text(HIDDEN_TEST)
@@ -344,6 +346,11 @@ class Grading(unittest.TestCase):
         self.assertIn("crashed (SIGABRT)", self.feedback("crash"))
         self.assertIn("did not finish within 30 s", self.feedback("hang"))
         self.assertIn("printed more than", self.feedback("flood"))
+
+    def test_a_file_may_not_include_the_instructors_files(self):
+        self.assertEqual(self.book["peek"]["total"], "0")
+        self.assertIn("was not compiled", self.feedback("peek"))
+        self.assertIn("a file the grader does not provide", self.feedback("peek"))
 
     def test_a_file_that_does_not_compile(self):
         self.assertEqual(self.book["broken"]["total"], "0")

@@ -215,6 +215,31 @@ def tail(path, limit=3000):
     return ("...\n" if len(data) > limit else "") + text.rstrip()
 
 
+INCLUDE = re.compile(rb'^\s*#\s*(?:include|include_next|import|embed)\s*(.*?)\s*$', re.M)
+
+
+def forbidden(text, stub):
+    """Why a submitted file may not be compiled (it reaches for a file outside the exercise:
+    an instructor's solution, say), or "". #include <...> of a header by name and the stub's
+    own #includes are fine."""
+    def lines(t):   # as the preprocessor sees them: continuations joined, %: is #
+        return t.replace(b"\\\r\n", b"").replace(b"\\\n", b"").replace(b"%:", b"#")
+    allowed = set(INCLUDE.findall(lines(stub)))
+    for m in INCLUDE.finditer(lines(text)):
+        target = m.group(1).split(b"//")[0].split(b"/*")[0].strip()
+        name = target[1:-1]
+        if target in allowed:
+            continue
+        if not (target.startswith(b"<") and target.endswith(b">")) or b".." in name \
+                or name.startswith(b"/"):
+            return (f"it includes {target.decode(errors='replace')}, a file the grader does "
+                    f"not provide: only the stub's own #includes and standard headers "
+                    f"(#include <name>) are accepted")
+    if b".incbin" in text or b"__has_include" in text:
+        return "it uses .incbin or __has_include, which the grader does not accept"
+    return ""
+
+
 def describe_exit(rc):
     if rc is not None and rc < 0:
         try:
@@ -233,6 +258,11 @@ class Grader:
         self.seed, self.out, self.keep = seed, Path(out), keep
         self.vars = make_vars(backend)
         self.python = python_with_numpy()
+        # what a compiled object also depends on: the headers (the cache outlives a run)
+        self.headers = hashlib.sha256(b"".join(
+            f.read_bytes() for pattern in ("common/*.h", "emu/include/*.h", "chapters/*/*.h",
+                                           "chapters/*/*.cuh")
+            for f in sorted(REPO.glob(pattern)))).hexdigest().encode()
         self.cache = self.out / "cache"
         self.cache.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
@@ -270,7 +300,8 @@ class Grader:
         v, src = self.vars, f"chapters/{chapter}/{name}"
         text = (ws / src).read_bytes()
         key = hashlib.sha256(b"\0".join([self.backend.encode(), src.encode(), text,
-                                         " ".join(sum(v.values(), [])).encode()])).hexdigest()
+                                         " ".join(sum(v.values(), [])).encode(),
+                                         self.headers])).hexdigest()
         obj = self.cache / f"{key}.o"
         log = ws / "build" / "compile" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -298,10 +329,14 @@ class Grader:
         its stub, so the other files' exercises still count. Returns {file: error}."""
         broken, objs = {}, []
         for cu in sorted((ws / "chapters" / chapter).glob("*.cu")):
-            obj, err = self._compile(ws, chapter, cu.name)
+            pristine = REPO / "chapters" / chapter / cu.name
+            why = forbidden(cu.read_bytes(), pristine.read_bytes()) \
+                if f"chapters/{chapter}/{cu.name}" in taken else ""
+            obj, err = (None, "NOT ACCEPTED " + why) if why else self._compile(ws, chapter,
+                                                                             cu.name)
             if obj is None and f"chapters/{chapter}/{cu.name}" in taken:
                 broken[cu.name] = err
-                shutil.copy2(REPO / "chapters" / chapter / cu.name, cu)
+                shutil.copy2(pristine, cu)
                 obj, err = self._compile(ws, chapter, cu.name)
             if obj is None:
                 raise GradeError(f"the instructor's chapters/{chapter}/{cu.name} does not "
@@ -372,11 +407,15 @@ class Grader:
                 if bad:
                     what = (f"chapters/{ch}/{bad[0]} does not compile" if bad[0]
                             else "the chapter's library does not link")
+                    err = broken[bad[0]]
+                    if err.startswith("NOT ACCEPTED "):
+                        what, err = (f"chapters/{ch}/{bad[0]} was not compiled",
+                                     err[len("NOT ACCEPTED "):])
                     entry["message"] = f"{what}, so this exercise scores 0" + (
                         f" (the stub was used in its place: the exercises of the other files "
                         f"still count)" if bad[0] and several else "") + (
-                        f"; the compiler's messages are under {shown_at[bad[0]]} above"
-                        if bad[0] in shown else f":\n{broken[bad[0]]}")
+                        f"; why: see {shown_at[bad[0]]} above"
+                        if bad[0] in shown else f":\n{err}")
                     if bad[0] not in shown:
                         shown.add(bad[0])
                         shown_at[bad[0]] = test_id
