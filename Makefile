@@ -64,10 +64,11 @@ RESULTS   := $(BUILD)/results/$(B)
 # --- building -----------------------------------------------------------------------------------
 all: $(LIBS_$(B)) $(BUILD)/BACKEND ## build every chapter, exercises and solutions, for BACKEND
 
-# Python reads this to know which backend `make` built when a driver is run by hand.
+# Python reads this to know which backend `make` built when a driver is run by hand. A gpu
+# build on a machine with no GPU is not recorded: drivers run by hand would only skip.
 $(BUILD)/BACKEND: FORCE
 	@mkdir -p $(@D)
-	@echo $(B) | cmp -s - $@ || echo $(B) > $@
+	@$(if $(and $(filter gpu,$(B)),$(if $(HAVE_GPU),,no)),true,echo $(B) | cmp -s - $@ || echo $(B) > $@)
 
 $(BUILD)/gpu/common/tut_check.o: common/tut_check.cu $(COMMON_H) | nvcc-present
 	@mkdir -p $(@D)
@@ -100,8 +101,10 @@ $(foreach t,chapters solutions,$(eval $(call cpu_lib,$(t))))
 # --- Python -------------------------------------------------------------------------------------
 $(BUILD)/venv/.ready: requirements.txt
 	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { echo "error: $(PYTHON) cannot make a virtual environment: install python3-venv (Debian/Ubuntu: apt-get install python3-venv), or a $(PYTHON) that has NumPy"; exit 1; }
+	@echo "Setting up Python (once): $(PYTHON) has no NumPy, so making $(BUILD)/venv and installing requirements.txt into it with pip (about 30 s)..."
 	$(PYTHON) -m venv $(BUILD)/venv
 	$(BUILD)/venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@echo "Python is ready: $(BUILD)/venv (drivers run by hand use it by themselves)"
 	@touch $@
 
 python: $(PY_READY) ## make sure Python has NumPy (a venv under build/ if needed)
@@ -127,25 +130,32 @@ PY_ABS     = $(if $(findstring /,$(PY)),$(abspath $(PY)),$(shell command -v $(PY
 CH_LABEL   = $(if $(filter command line,$(origin CH)),-L '^$(notdir $(CH_DIR))$$$$')
 ctest_run = cmake -S tests -B $(BUILD)/tests/$(1) -DMODE=$(1) -DBACKEND=$(B) -DPYTHON=$(PY_ABS) -DBUILD_DIR=$(abspath $(BUILD)) >/dev/null && \
 	rm -rf $(RESULTS)/$(1) && \
-	{ ctest --test-dir $(BUILD)/tests/$(1) --output-on-failure --output-junit junit.xml $(CH_LABEL) $(CTEST_ARGS); rc=$$?; \
-	  $(PY) tools/summary.py $(RESULTS)/$(1); exit $$rc; }
+	{ ctest --test-dir $(BUILD)/tests/$(1) --no-tests=error --output-junit junit.xml $(CH_LABEL) $(CTEST_ARGS); rc=$$?; \
+	  $(PY) tools/summary.py $(RESULTS)/$(1) $(BUILD)/tests/$(1)/junit.xml || rc=1; exit $$rc; }
 
 # -k: a chapter that does not compile fails its own tests; the other chapters are still checked.
-check: cmake-present python ## your exercises: build, test each one, print a summary (CH=01: one chapter)
+check: cmake-present python ch-present ## your exercises: build, test each one, print a summary (CH=01: one chapter)
 	@$(MAKE) --no-print-directory -k all || echo "*** some chapters did not compile (errors above): their tests fail below"
 	@$(call ctest_run,student)
 
-check-solutions: cmake-present all python ## the same tests on solutions/ (they must all pass)
+check-solutions: cmake-present all python ch-present ## the same tests on solutions/ (they must all pass)
 	@$(call ctest_run,solutions)
 
 # Everything a maintainer and CI run: generated exercises up to date, every .cu compiles with
 # nvcc, unit tests of common/ and emu/, every solution passes (on the cpu backend in both thread
 # orders), every exercise stub fails, and a GPU build without a driver raises CudaError.
+ifneq ($(SOLVED),)
 test: cmake-present exercises-check nvcc-compile all python emu-tests $(if $(HAVE_NVCC),$(BUILD)/gpu/solutions/lib00_device_query.so) ## everything maintainers and CI run
 	@$(call ctest_run,maintainer)
+else
+# A student's copy has no solutions/ to test: `make test` checks the student's exercises.
+test: cmake-present python
+	@echo "note: this copy has no solutions/ (a student's copy), so \`make test\` checks your exercises, as \`make check\` does."
+	@$(MAKE) --no-print-directory check
+endif
 
-exercises: python ## regenerate chapters/*/*.cu from solutions/ (after editing a solution)
-	$(PY) tools/exercises.py
+exercises: python ## regenerate chapters/*/*.cu from solutions/; refuses edited files (FORCE=1: overwrite them, keeping a backup)
+	$(PY) tools/exercises.py $(if $(filter-out 0,$(FORCE)),--force)
 
 exercises-check: python ## fail if chapters/ is not what solutions/ generates
 	$(PY) tools/exercises.py --check
@@ -175,7 +185,7 @@ clean: ## remove build/
 help: ## this list
 	@echo "make [target] [BACKEND=gpu|cpu|auto] [CH=NN] [ARGS=...]   (BACKEND now resolves to $(B))"
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]*):.*## (.*)/  \1\t\2/' | expand -t 20
-	@echo "variables: BACKEND ARCH NVCC NVCCFLAGS PYTHON CH ARGS BUILD CTEST_ARGS MUTANTS_ARGS"
+	@echo "variables: BACKEND ARCH NVCC NVCCFLAGS PYTHON CH ARGS BUILD CTEST_ARGS MUTANTS_ARGS FORCE; classroom (docs/instructor.md): HIDDEN SUBMISSIONS JOBS TIMEOUT SEED HANDOUT CHECK"
 
 # --- lessons: figures, pictures, compute-sanitizer ------------------------------------------------
 figures: python ## fail if a lesson quotes a GPU figure that no recorded run (docs/figures/) has
@@ -193,11 +203,16 @@ sanitize: all python ## every solution test under compute-sanitizer memcheck/rac
 .PHONY: figures pictures sanitize
 
 # --- prerequisites, each with one line saying what to install -------------------------------
+# CH=NN given on the command line must name a chapter (else nothing would be tested).
+ch-present:
+	@$(if $(filter command line,$(origin CH)),test -n "$(CH_DIR)" || { echo "error: no chapter matches CH=$(CH) (chapters: $(CHAPTERS))"; exit 1; })
 nvcc-present:
 	@command -v $(NVCC) >/dev/null 2>&1 || { echo "error: $(NVCC) not found: install the CUDA toolkit (13.0 or newer), or use the emulator: make BACKEND=cpu"; exit 1; }
 cmake-present:
 	@command -v cmake >/dev/null 2>&1 && command -v ctest >/dev/null 2>&1 || { echo "error: cmake/ctest not found: install CMake 3.20 or newer (Debian/Ubuntu: apt-get install cmake)"; exit 1; }
 
+include tools/classroom.mk
+
 FORCE:
 .PHONY: all python run bench check check-solutions test exercises exercises-check nvcc-compile \
-	nvcc-missing-note clean help nvcc-present cmake-present mutants FORCE
+	nvcc-missing-note clean help nvcc-present cmake-present ch-present mutants FORCE

@@ -18,6 +18,8 @@
 import argparse
 import contextlib
 import ctypes
+import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -28,9 +30,29 @@ import traceback
 import weakref
 from pathlib import Path
 
-import numpy as np
-
 REPO = Path(__file__).resolve().parent.parent
+
+
+def _numpy_or_venv():
+    """A driver run by hand (`python3 driver.py`) with an interpreter that lacks NumPy runs
+    again under the virtual environment `make` made (build/venv), once; else a clear error."""
+    try:
+        import numpy  # noqa: F401
+        return
+    except ImportError:
+        pass
+    venv = Path(os.environ.get("TUT_BUILD", REPO / "build")) / "venv" / "bin" / "python"
+    script = sys.argv[0] if sys.argv and sys.argv[0] not in ("", "-c", "-m") else ""
+    if venv.exists() and script and not os.environ.get("TUT_VENV_REEXEC"):
+        os.environ["TUT_VENV_REEXEC"] = "1"
+        os.execv(str(venv), [str(venv)] + sys.argv)
+    raise ImportError(f"NumPy is not installed for {sys.executable}: run `make` once from the "
+                      f"repository root (it makes build/venv with NumPy, which drivers then "
+                      f"use by themselves), or install NumPy for this interpreter")
+
+
+_numpy_or_venv()
+import numpy as np  # noqa: E402
 
 TUT_ERR_TODO = -1   # same values as common/tut_check.h
 TUT_ERR_ARG = -2
@@ -718,16 +740,73 @@ class Chapter:
     def check(self, key, title):
         return self._register(f"{self.number}.{key}", title, False)
 
-    def _register(self, test_id, title, is_exercise):
+    def _register(self, test_id, title, is_exercise, **extra):
         def wrap(fn):
             if any(t["id"] == test_id for t in self.tests):
                 raise ValueError(f"test id {test_id} registered twice")
             self.tests.append({"id": test_id, "title": title, "fn": fn,
-                               "exercise": is_exercise})
+                               "exercise": is_exercise, **extra})
             return fn
         return wrap
 
+    def hidden(self, exercise_id, key, title, points=1):
+        """A hidden test (an instructor's, loaded from TUT_HIDDEN): part of exercise
+        `exercise_id` ("01.2"), with id "01.2+key", worth `points` in `make grade`."""
+        if not any(t["id"] == exercise_id and t["exercise"] for t in self.tests):
+            raise ValueError(f"hidden test {key!r}: no exercise {exercise_id} in this chapter")
+        if not re.fullmatch(r"[A-Za-z0-9-]+", key):
+            raise ValueError(f"hidden test key {key!r}: use letters, digits and '-' only")
+        return self._register(f"{exercise_id}+{key}", title, True,
+                              part_of=exercise_id, points=check_count(points, "points"))
+
+    def load_hidden(self, directory=None):
+        """Register the hidden tests in TUT_HIDDEN (make grade HIDDEN=dir): every NN*.py and
+        NN*/*.py there for this chapter NN, each with a function register(chapter, driver)
+        that adds tests with chapter.hidden(...); driver is the chapter's driver module."""
+        directory = directory or os.environ.get("TUT_HIDDEN")
+        if not directory:
+            return
+        root = Path(directory)
+        if not root.is_dir():
+            raise FileNotFoundError(f"TUT_HIDDEN={directory} is not a directory")
+        driver = sys.modules.get("__main__")
+        files = sorted(root.glob(f"{self.number}*.py")) + sorted(root.glob(f"{self.number}*/*.py"))
+        for f in files:
+            name = "tut_hidden_" + hashlib.sha1(str(f.resolve()).encode()).hexdigest()[:12]
+            spec = importlib.util.spec_from_file_location(name, f)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            if not hasattr(module, "register"):
+                raise ValueError(f"{f}: a hidden test file needs register(chapter, driver)")
+            module.register(self, driver)
+
     # -- running --
+    def untouched(self, test):
+        """file:line of a TODO(student) of this test's exercise whose stub is still exactly
+        what tools/exercises.py generated (chapters/NN_x/.stubs.json), or None; all=True
+        when every region of the exercise is untouched. Returns (where, all)."""
+        ex_id = test.get("part_of") or test["id"]
+        chapter_dir = REPO / "chapters" / self.name
+        try:
+            regions = json.loads((chapter_dir / ".stubs.json").read_text())["exercises"][
+                ex_id]["regions"]
+        except (OSError, ValueError, KeyError):
+            return None, False
+        marker, first, count = f"TODO(student) {ex_id}:", None, 0
+        for r in regions:
+            try:
+                lines = (chapter_dir / r["file"]).read_text().splitlines(keepends=True)
+            except OSError:
+                continue
+            for i, line in enumerate(lines):
+                start = i - r["todo_line"]
+                if marker in line and start >= 0 and hashlib.sha256(
+                        "".join(lines[start:start + r["lines"]]).encode()).hexdigest() == r["sha256"]:
+                    first = first or f"chapters/{self.name}/{r['file']}:{i + 1}"
+                    count += 1
+                    break
+        return first, bool(regions) and count == len(regions)
+
     def todo_location(self, test_id):
         """file:line of `TODO(student) <id>` in the exercise sources, if still there."""
         # "01.2-int-max" is another test of exercise 01.2: its TODO is the exercise's
@@ -738,9 +817,18 @@ class Chapter:
                     return f"{src.relative_to(REPO)}:{lineno}"
         return None
 
-    def run_test(self, test, lib, seed):
-        ctx = Context(lib, seed, self)
+    def run_test(self, test, lib, seed, run_untouched=False):
+        """One test's result. An exercise whose TODO(student) stubs are all untouched is not
+        run: it is "NOT DONE" (shown as todo), with the TODO's file:line, never a FAIL whose
+        numbers would look like the student's bug; run_untouched=True (maintainers checking
+        that stubs fail) runs it anyway."""
         started = time.perf_counter()
+        check_todo = test["exercise"] and tree() == "chapters" and not run_untouched
+        where, untouched_all = self.untouched(test) if check_todo else (None, False)
+        if untouched_all:
+            return self._result(test, lib, seed, started, "NOT DONE",
+                                f"exercise not done yet: TODO(student) at {where}", todo=where)
+        ctx = Context(lib, seed, self)
         status, message = "PASS", ""
         try:
             used_before = lib.mem_used()
@@ -761,15 +849,29 @@ class Chapter:
                 status, message = "FAIL", f"{type(root).__name__}: {root}"
             else:  # a bug in the test or the driver: show everything
                 status, message = "ERROR", "".join(traceback.format_exception(e)).rstrip()
+        if status in ("FAIL", "ERROR") and where:
+            # part of the exercise is still the stub: that, not the numbers, is the news
+            return self._result(test, lib, seed, started, "NOT DONE",
+                                f"exercise not finished: TODO(student) at {where} is still "
+                                f"untouched", todo=where)
         if status == "FAIL" and test["exercise"] and tree() == "chapters":
-            where = self.todo_location(test["id"])
+            ex_id = test.get("part_of") or test["id"]
+            where = self.todo_location(ex_id)
             if where:
-                message += f"\n  hint: the exercise is at {where} (TODO(student) {test['id']})"
-        return {"id": test["id"], "title": test["title"], "exercise": test["exercise"],
-                "status": status, "message": message, "seed": seed,
-                "seconds": round(time.perf_counter() - started, 3),
-                "backend": lib.backend, "tree": tree(),
-                "order": os.environ.get("CUEMU_ORDER", "forward") if lib.backend == "cpu" else ""}
+                message += f"\n  hint: the exercise is at {where} (TODO(student) {ex_id})"
+        return self._result(test, lib, seed, started, status, message)
+
+    def _result(self, test, lib, seed, started, status, message, todo=None):
+        r = {"id": test["id"], "title": test["title"], "exercise": test["exercise"],
+             "status": status, "message": message, "seed": seed,
+             "seconds": round(time.perf_counter() - started, 3),
+             "backend": lib.backend, "tree": tree(),
+             "order": os.environ.get("CUEMU_ORDER", "forward") if lib.backend == "cpu" else ""}
+        if todo:
+            r["todo"] = todo
+        if test.get("part_of"):
+            r.update(part_of=test["part_of"], points=test["points"], hidden=True)
+        return r
 
     def main(self, bench=None, demo=None, warm_up=None, argv=None):
         """Parse the command line and run. warm_up(lib), if given, runs once before the tests:
@@ -783,15 +885,27 @@ class Chapter:
         p.add_argument("--check", action="store_true", help="run the tests (default: all)")
         p.add_argument("--only", metavar="ID[,ID]", help="only these test ids, e.g. 01.2")
         p.add_argument("--list", action="store_true", help="print the test ids and exit")
+        p.add_argument("--describe", action="store_true", help=argparse.SUPPRESS)
         p.add_argument("--bench", action="store_true", help="measure, next to the ceilings")
         p.add_argument("--seed", type=int, help="seed for the random inputs (default: fresh)")
         p.add_argument("--json", metavar="FILE", help="write the results as JSON (graders)")
         p.add_argument("--expect-fail", action="store_true",
                        help="maintainers: pass only if every exercise FAILS (unsolved stubs)")
         args = p.parse_args(argv)
+        try:
+            self.load_hidden()
+        except Exception:   # the instructor's file: show everything
+            print("ERROR: could not load the hidden tests:\n" + traceback.format_exc(),
+                  file=sys.stderr)
+            return EXIT_FAIL
         if args.list:
             for t in self.tests:
                 print(t["id"])
+            return EXIT_PASS
+        if args.describe:   # for tools/grade.py
+            print(json.dumps([{"id": t["id"], "title": t["title"], "exercise": t["exercise"],
+                               "part_of": t.get("part_of"), "points": t.get("points")}
+                              for t in self.tests]))
             return EXIT_PASS
         try:
             lib = load_chapter(self.name)
@@ -835,11 +949,15 @@ class Chapter:
     def _write_unrun(self, args, status, message, which_backend):
         """Results for tests that could not run at all, when --json asks for them."""
         if args.json and not args.bench:
-            self._write_json(args.json, [
-                {"id": t["id"], "title": t["title"], "exercise": t["exercise"],
-                 "status": status, "message": message, "seed": None, "seconds": 0.0,
-                 "backend": which_backend, "tree": tree(), "order": ""}
-                for t in self._selected(args)])
+            rows = []
+            for t in self._selected(args):
+                rows.append({"id": t["id"], "title": t["title"], "exercise": t["exercise"],
+                             "status": status, "message": message, "seed": None,
+                             "seconds": 0.0, "backend": which_backend, "tree": tree(),
+                             "order": ""})
+                if t.get("part_of"):
+                    rows[-1].update(part_of=t["part_of"], points=t["points"], hidden=True)
+            self._write_json(args.json, rows)
 
     @staticmethod
     def _write_json(path, results):
@@ -857,7 +975,7 @@ class Chapter:
               f"seed={seed} (rerun with --seed {seed})")
         results = []
         for t in tests:
-            r = self.run_test(t, lib, seed)
+            r = self.run_test(t, lib, seed, run_untouched=args.expect_fail)
             results.append(r)
             print(f"[{r['status']:>8}] {r['id']:<10} {r['title']}  ({r['seconds']:.2f} s)")
             if r["message"]:

@@ -12,8 +12,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
-import numpy as np  # noqa: E402
 import tut  # noqa: E402
+import numpy as np  # noqa: E402
 
 CH = tut.Chapter(1, "01_threads_blocks_grids")
 I, F, P = ctypes.c_int, ctypes.c_float, ctypes.c_void_p

@@ -24,7 +24,7 @@
    64-bit: a grid may hold more than 2^31 threads. */
 __device__ long long linear_thread_id(void)
 {
-    // TODO(student) 01.1: number this block within the grid, then this thread within the block, and combine them (~4 lines)
+    // TODO(student) 01.1: number this block within the grid, then this thread within the block, and combine them (~4 lines) [2 points]
     return 0;
 }
 
@@ -33,7 +33,7 @@ __device__ long long linear_thread_id(void)
    TUT_DIV_UP, so that each exercise is tested on its own.) */
 extern "C" int blocks_for(int n, int block)
 {
-    // TODO(student) 01.3: the ceiling of n / block, without overflowing an int (~1 line)
+    // TODO(student) 01.3: the ceiling of n / block, without overflowing an int (~1 line) [1 point]
     return 0;
 }
 
@@ -58,7 +58,7 @@ __global__ void record_ids_kernel(int *out)
 __global__ void vector_add_kernel(const float *__restrict__ a, const float *__restrict__ b,
                                   float *__restrict__ c, int n)
 {
-    // TODO(student) 01.2: compute this thread's element index i in 64 bits and, only if i < n, c[i] = a[i] + b[i] (~3 lines)
+    // TODO(student) 01.2: compute this thread's element index i in 64 bits and, only if i < n, c[i] = a[i] + b[i] (~3 lines) [2 points]
 }
 
 /* out = in * row_scale[row] + col_shift[col] on a height x width row-major matrix, one thread
@@ -69,7 +69,7 @@ __global__ void matrix_scale_shift_kernel(const float *__restrict__ in,
                                           const float *__restrict__ col_shift,
                                           float *__restrict__ out, int height, int width)
 {
-    // TODO(student) 01.4: find this thread's row and col, guard both, and write out[row * width + col] (~5 lines)
+    // TODO(student) 01.4: find this thread's row and col, guard both, and write out[row * width + col] (~5 lines) [2 points]
 }
 
 /* y = a*x + y with a grid-stride loop: the grid is as large as the GPU needs to be busy, not as
@@ -77,7 +77,7 @@ __global__ void matrix_scale_shift_kernel(const float *__restrict__ in,
 __global__ void saxpy_grid_stride_kernel(float a, const float *__restrict__ x,
                                          float *__restrict__ y, int n)
 {
-    // TODO(student) 01.5: loop i from this thread's global index to n in steps of the grid's total thread count (~3 lines)
+    // TODO(student) 01.5: loop i from this thread's global index to n in steps of the grid's total thread count (~3 lines) [2 points]
 }
 
 /* The benchmark's fastest version: 16-byte float4 loads, grid-stride, then a scalar tail.

@@ -24,8 +24,8 @@ from types import SimpleNamespace
 os.environ.setdefault("CUEMU_DEVICE_MEMORY", "256M")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
-import numpy as np  # noqa: E402
 import tut  # noqa: E402
+import numpy as np  # noqa: E402
 
 CH = tut.Chapter(3, "03_memcpy_and_streams")
 I, F, P, Z = ctypes.c_int, ctypes.c_float, ctypes.c_void_p, ctypes.c_size_t

@@ -16,8 +16,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
-import numpy as np  # noqa: E402
 import tut  # noqa: E402
+import numpy as np  # noqa: E402
 
 CH = tut.Chapter(4, "04_shared_memory")
 I, P = ctypes.c_int, ctypes.c_void_p

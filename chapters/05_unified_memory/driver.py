@@ -19,8 +19,8 @@ from types import SimpleNamespace
 os.environ.setdefault("CUEMU_DEVICE_MEMORY", "256M")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
-import numpy as np  # noqa: E402
 import tut  # noqa: E402
+import numpy as np  # noqa: E402
 
 CH = tut.Chapter(5, "05_unified_memory")
 I, F, P, Z, LL = ctypes.c_int, ctypes.c_float, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_longlong

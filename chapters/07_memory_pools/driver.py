@@ -16,8 +16,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "common"))
-import numpy as np  # noqa: E402
 import tut  # noqa: E402
+import numpy as np  # noqa: E402
 
 CH = tut.Chapter(7, "07_memory_pools")
 I, U, F, P, Z = ctypes.c_int, ctypes.c_uint, ctypes.c_float, ctypes.c_void_p, ctypes.c_size_t
