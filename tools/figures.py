@@ -323,7 +323,8 @@ def main(argv=None):
                   f"{run.get('driver')} CUDA {run.get('cuda')}")
             for f in run.get("figures", []):
                 ratio = f" ({100 * f['ratio']:.1f}% of ceiling)" if f.get("ratio") else ""
-                print(f"  {f['chapter']} {f['what']:<58} {f['value']:>10} {f['unit']}{ratio}")
+                value = "-" if f.get("value") is None else f["value"]   # a ratio-only record
+                print(f"  {f['chapter']} {f['what']:<58} {value:>10} {f['unit']}{ratio}")
         return 0
     checked, problems = check(verbose=args.verbose)
     for line in problems:

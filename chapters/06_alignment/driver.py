@@ -595,6 +595,10 @@ def bench(lib):
                     (k, gbps / ceiling))
                 cells.append(f"{gbps:16.1f} {gbps / ceiling:7.1%}")
             print(f"  {k:>3} {cells[0]} {cells[1]}")
+    stride, shift = dict(sweep["stride"]), dict(sweep["offset"])   # shares of one ceiling
+    b.figure("stride sweep: stride 32 over stride 1", 100 * stride[32] / stride[1], "%", 1)
+    b.figure("offset sweep: slowest offset 1-32 below offset 0",
+             100 * (1 - min(shift[k] for k in ks if k) / shift[0]), "%", 1)
 
     # The vectorised copy at every offset 0..15 floats (source and destination alike), each
     # against a device-to-device cudaMemcpy of the same bytes timed just before it: the machine
