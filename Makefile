@@ -52,6 +52,8 @@ endif
 TUT_NVCC  := -std=c++17 -arch=$(ARCH) -Icommon -Xcompiler -fPIC
 # The emulator's build rules and flags (EMU_REWRITE, EMU_RUNTIME, EMU_CXXFLAGS, EMU_LDLIBS).
 include emu/emu.mk
+# cuemu-nvcc, the nvcc-like driver for any .cu program (emu/tools/tools.mk).
+include emu/tools/tools.mk
 
 LIBS_gpu  = $(CHAPTERS:%=$(BUILD)/gpu/chapters/lib%.so) $(SOLVED:%=$(BUILD)/gpu/solutions/lib%.so)
 LIBS_cpu  = $(CHAPTERS:%=$(BUILD)/cpu/chapters/lib%.so) $(SOLVED:%=$(BUILD)/cpu/solutions/lib%.so)
