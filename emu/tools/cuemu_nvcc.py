@@ -303,8 +303,23 @@ def compile_one(o, src, lang, obj, work):
         run([CC] + cflags + quote + ["-c", "-o", obj, src], o)
 
 
+def drop_stale_pch(flags):
+    """make builds a precompiled cuda_runtime.h (emu/emu.mk); gcc would use it even after an
+    emulator header changed, so it is left out until make has rebuilt it."""
+    dirs = [f[2:] for f in flags if f.startswith("-I")]
+    pch = [d for d in dirs if os.path.exists(os.path.join(d, "cuda_runtime.h.gch"))]
+    hdr = [d for d in dirs if os.path.exists(os.path.join(d, "cuda_runtime.h"))]
+    if not pch or not hdr:
+        return flags
+    made = os.path.getmtime(os.path.join(pch[0], "cuda_runtime.h.gch"))
+    newest = max(os.path.getmtime(os.path.join(hdr[0], h)) for h in os.listdir(hdr[0]))
+    return flags if newest < made else [f for f in flags if f != "-I" + pch[0]]
+
+
 def main(argv):
+    global EMU_CXXFLAGS
     o = parse(argv)
+    EMU_CXXFLAGS = drop_stale_pch(EMU_CXXFLAGS)
     if not (os.access(EMU_REWRITE, os.X_OK) and os.path.isfile(EMU_RUNTIME)):
         raise Fail(f"the emulator is not built ({EMU_REWRITE} or {EMU_RUNTIME} is missing): "
                    "run make cuemu-nvcc in the course's folder")

@@ -14,7 +14,7 @@ CUEMU_PY    := $(if $(findstring /,$(PYTHON)),$(abspath $(PYTHON)),/usr/bin/env 
 
 # Regenerated on every make (it is a sed), but replaced only when its text changes, so a change
 # of flags in emu/emu.mk (or on the command line) always reaches the driver.
-$(CUEMU_NVCC): emu/tools/cuemu_nvcc.py FORCE | $(EMU_REWRITE) $(EMU_RUNTIME)
+$(CUEMU_NVCC): emu/tools/cuemu_nvcc.py FORCE | $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_PCH)
 	@mkdir -p $(@D)
 	@sed -e '1s|.*|#!$(call cuemu_sed,$(CUEMU_PY))|' \
 	    -e 's|@CXX@|$(call cuemu_sed,$(CXX))|' \
@@ -27,7 +27,7 @@ $(CUEMU_NVCC): emu/tools/cuemu_nvcc.py FORCE | $(EMU_REWRITE) $(EMU_RUNTIME)
 	    $< > $@.tmp && chmod +x $@.tmp
 	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@ && echo "wrote $@"; fi
 
-cuemu-nvcc: $(CUEMU_NVCC) $(EMU_REWRITE) $(EMU_RUNTIME) ## build/bin/cuemu-nvcc: compile any .cu program for the emulator, like nvcc
+cuemu-nvcc: $(CUEMU_NVCC) $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_PCH) ## build/bin/cuemu-nvcc: compile any .cu program for the emulator, like nvcc
 
 # make test runs programs through it (tests/CMakeLists.txt includes emu/tests/nvcc/nvcc.cmake).
 test: cuemu-nvcc
