@@ -46,7 +46,7 @@ def built_and_ran(rc_build, prog, cwd, what):
 def case_multi_file(nvcc, work):
     """Two .cu files, a .cpp and headers in one command, with nvcc's usual flags."""
     prog = os.path.join(work, "multi")
-    rc, _, _ = sh([nvcc, "-arch=sm_90", "-gencode", "arch=compute_90,code=sm_90", "-O3", "-g",
+    rc, _, _ = sh([nvcc, "-arch=sm_90", "-gencode", "arch=compute_90,code=sm_90", "-O2", "-g",
                    "-lineinfo", "-std=c++17", "-I", os.path.join(MULTI, "include"),
                    "-DSCALE=3", "-USOMETHING", "-Xcompiler", "-Wall,-Wextra", "-o", prog,
                    os.path.join(MULTI, "main.cu"), os.path.join(MULTI, "kernels.cu"),
