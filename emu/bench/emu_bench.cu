@@ -5,8 +5,7 @@
  *
  * Build and run: make emu-bench
  * Each kernel and its native loop are timed alternately in the same run and their medians
- * compared, so the ratio means the same on an idle and on a loaded machine; every result is
- * checked. These are emulator figures: they say nothing about a GPU. The emulator runs a launch
+ * compared, so both see the same machine; every result is checked. These are emulator figures: they say nothing about a GPU. The emulator runs a launch
  * to completion before returning, so a host clock around the launch is honest here.
  */
 #include <algorithm>
@@ -148,7 +147,8 @@ int main()
 
     std::printf("emu_bench: each kernel on the emulator beside the same loop compiled natively by\n"
                 "the same compiler with the same flags (one core each); medians, measured\n"
-                "alternately in this run, so the ratio holds even on a loaded machine.\n");
+                "alternately in this run. Other work on the machine still weighs more on the\n"
+                "emulated side: compare ratios from an idle machine.\n");
 #ifdef __CUEMU__
     double sw = cuemu_bench_switch_ns(2000000);
     std::printf("%-28s %.1f ns   (target <= 50 ns)\n", "context switch", sw);
