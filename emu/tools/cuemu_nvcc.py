@@ -52,9 +52,10 @@ allocation site. Takes nvcc's options:
   -v, -dryrun               print each command (and, with -dryrun, run none)
   --version, --help
 
-Headers: the emulator's own cuda_runtime.h, cuda.h-free runtime API and cublas_v2.h replace the
-toolkit's; the folder of each source file is searched for its "quoted" includes, as with nvcc.
-A kernel launch (<<<...>>>) must be in a .cu file, not in a header it includes.
+Headers: the emulator's cuda_runtime.h (the runtime API; no driver API, no cuda.h) and
+cublas_v2.h stand in for the toolkit's. The folder of each source file is searched for its
+"quoted" includes, as with nvcc. A kernel launch (<<<...>>>) must be in a .cu file, not in a
+header it includes. See docs/no-gpu.md, "Your own programs".
 """
 
 # Options that change nothing for the emulator: with a value (separate or after '=').
