@@ -17,6 +17,13 @@ BUILD     ?= build
 # extra CTest arguments, e.g. CTEST_ARGS="-R 01.2"
 CTEST_ARGS ?=
 
+# --- parallel by default: one job per core, unless -j is given (make -j1: one at a time) ------
+# Not with `clean` among the goals: GNU Make 4.3 would run it beside the build.
+NPROC := $(shell nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
+ifeq ($(filter -j%,$(MAKEFLAGS))$(filter clean,$(MAKECMDGOALS)),)
+  MAKEFLAGS += -j$(NPROC)
+endif
+
 # --- what there is ------------------------------------------------------------------------------
 # from chapters/, so a student copy handed out without solutions/ still builds and checks
 CHAPTERS  := $(notdir $(wildcard chapters/[0-9][0-9]_*))
@@ -52,6 +59,8 @@ endif
 TUT_NVCC  := -std=c++17 -arch=$(ARCH) -Icommon -Xcompiler -fPIC
 # The emulator's build rules and flags (EMU_REWRITE, EMU_RUNTIME, EMU_CXXFLAGS, EMU_LDLIBS).
 include emu/emu.mk
+# cuemu-nvcc, the nvcc-like driver for any .cu program (emu/tools/tools.mk).
+include emu/tools/tools.mk
 
 LIBS_gpu  = $(CHAPTERS:%=$(BUILD)/gpu/chapters/lib%.so) $(SOLVED:%=$(BUILD)/gpu/solutions/lib%.so)
 LIBS_cpu  = $(CHAPTERS:%=$(BUILD)/cpu/chapters/lib%.so) $(SOLVED:%=$(BUILD)/cpu/solutions/lib%.so)
@@ -123,14 +132,15 @@ bench: all python ## every chapter's --bench on the solutions (real numbers need
 	$(if $(RECORD),$(PY) tools/figures.py record $(FIG_RUN))
 
 # CTest runs one process per exercise, each with a timeout, so a kernel that crashes or hangs
-# fails only its own exercise. The summary is read from the JSON results, not from stdout.
+# fails only its own exercise, one per core at a time (CTEST_ARGS=-j1: one by one; on the GPU the
+# tests take a lock). The summary is read from the JSON results, not from stdout.
 # CTest runs from another directory: give it the interpreter's absolute path.
 PY_ABS     = $(if $(findstring /,$(PY)),$(abspath $(PY)),$(shell command -v $(PY)))
 # `make check CH=01` checks one chapter (each chapter's tests carry its name as a CTest label).
 CH_LABEL   = $(if $(filter command line,$(origin CH)),-L '^$(notdir $(CH_DIR))$$$$')
 ctest_run = cmake -S tests -B $(BUILD)/tests/$(1) -DMODE=$(1) -DBACKEND=$(B) -DPYTHON=$(PY_ABS) -DBUILD_DIR=$(abspath $(BUILD)) >/dev/null && \
 	rm -rf $(RESULTS)/$(1) && \
-	{ ctest --test-dir $(BUILD)/tests/$(1) --no-tests=error --output-junit junit.xml $(CH_LABEL) $(CTEST_ARGS); rc=$$?; \
+	{ ctest --test-dir $(BUILD)/tests/$(1) --no-tests=error --parallel $(NPROC) --output-junit junit.xml $(CH_LABEL) $(CTEST_ARGS); rc=$$?; \
 	  $(PY) tools/summary.py $(RESULTS)/$(1) $(BUILD)/tests/$(1)/junit.xml || rc=1; exit $$rc; }
 
 # -k: a chapter that does not compile fails its own tests; the other chapters are still checked.
@@ -162,8 +172,15 @@ exercises-check: python ## fail if chapters/ is not what solutions/ generates
 
 # Compile (not link) every .cu for a real GPU, so CUDA compile errors cannot hide behind the
 # emulator on machines without a GPU. Skipped, with a note, where nvcc is missing.
-NVCC_OBJS := $(patsubst %.cu,$(BUILD)/nvcc-compile/%.o,$(CU_ALL) $(wildcard emu/tests/*.cu emu/tests/*/*.cu emu/bench/*.cu))
-nvcc-compile: $(if $(HAVE_NVCC),$(NVCC_OBJS),nvcc-missing-note) ## compile every .cu with nvcc (-arch=sm_90)
+# Each file once: solutions/00's files through the GPU library that `make test` builds anyway
+# (it also compiles common/tut_check.cu), and a chapters/ file identical to its solutions/ twin
+# (with no header beside either that could make them differ) only as that twin.
+NVCC_VIA_LIB := $(wildcard solutions/00_device_query/*.cu)
+NVCC_TWINS   := $(foreach f,$(wildcard chapters/*/*.cu),$(if $(wildcard $(dir $(f))*.h $(dir $(f))*.cuh \
+	$(dir $(f:chapters/%=solutions/%))*.h $(dir $(f:chapters/%=solutions/%))*.cuh),,$(shell cmp -s $(f) $(f:chapters/%=solutions/%) && echo $(f))))
+NVCC_OBJS := $(patsubst %.cu,$(BUILD)/nvcc-compile/%.o,$(filter-out $(NVCC_VIA_LIB) $(NVCC_TWINS),$(CU_ALL)) \
+	$(wildcard emu/tests/*.cu emu/tests/*/*.cu emu/bench/*.cu))
+nvcc-compile: $(if $(HAVE_NVCC),$(NVCC_OBJS) $(if $(NVCC_VIA_LIB),$(BUILD)/gpu/solutions/lib00_device_query.so),nvcc-missing-note) ## compile every .cu with nvcc (-arch=sm_90)
 $(BUILD)/nvcc-compile/%.o: %.cu $(COMMON_H)
 	@mkdir -p $(@D)
 	$(NVCC) -std=c++17 -arch=sm_90 -Icommon -c -o $@ $<

@@ -1,0 +1,157 @@
+# SPDX-License-Identifier: MIT
+"""cuemu-nvcc's tests, run by CTest (emu/tests/nvcc/nvcc.cmake) in make test.
+
+    python3 test_nvcc.py CASE DRIVER SCRATCH_DIR
+
+CASE is one of: multi-file, separate, diagnostics, options. Each builds real programs with the
+driver the way a student would (from another folder than the sources), runs them, and checks
+their output; exit 0 when every check passed.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MULTI = os.path.join(HERE, "multi")
+EXPECTED = ["saxpy: 1009 elements, scale 3: ok", "block sums: 8 blocks: ok",
+            "cublas sgemm 2x2: ok"]
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def sh(cmd, cwd):
+    """Runs cmd, returns (exit status, stdout, stderr); prints it for the CTest log."""
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=120)
+    print("$ " + " ".join(cmd) + f"   -> {p.returncode}")
+    for line in (p.stdout + p.stderr).splitlines():
+        print("  | " + line)
+    return p.returncode, p.stdout, p.stderr
+
+
+def built_and_ran(rc_build, prog, cwd, what):
+    if not check(rc_build == 0 and os.path.exists(prog), f"{what}: builds"):
+        return
+    rc, out, _ = sh([prog], cwd)
+    check(rc == 0 and out.splitlines() == EXPECTED, f"{what}: runs and prints the right results")
+
+
+def case_multi_file(nvcc, work):
+    """Two .cu files, a .cpp and headers in one command, with nvcc's usual flags."""
+    prog = os.path.join(work, "multi")
+    rc, _, _ = sh([nvcc, "-arch=sm_90", "-gencode", "arch=compute_90,code=sm_90", "-O2", "-g",
+                   "-lineinfo", "-std=c++17", "-I", os.path.join(MULTI, "include"),
+                   "-DSCALE=3", "-USOMETHING", "-Xcompiler", "-Wall,-Wextra", "-o", prog,
+                   os.path.join(MULTI, "main.cu"), os.path.join(MULTI, "kernels.cu"),
+                   os.path.join(MULTI, "host_util.cpp"), "-lcublas"], work)
+    built_and_ran(rc, prog, work, "one command, three sources")
+    # without the -I of include/, params.h is missing: the driver adds no folder but the sources'
+    rc, _, err = sh([nvcc, "-DSCALE=3", "-c", "-o", os.path.join(work, "x.o"),
+                     os.path.join(MULTI, "main.cu")], work)
+    check(rc != 0 and "params.h" in err, "a header only -I names is not found without it")
+
+
+def case_separate(nvcc, work):
+    """-c for each file (relative paths, default and given object names), -x cu, then a link."""
+    src = os.path.join(work, "src")
+    shutil.rmtree(src, ignore_errors=True)
+    shutil.copytree(MULTI, src)
+    os.rename(os.path.join(src, "kernels.cu"), os.path.join(src, "kernels.txt"))
+    obj = os.path.join(work, "obj")
+    os.makedirs(obj, exist_ok=True)
+    flags = ["-arch", "sm_90", "-O2", "-D", "SCALE=3", "--include-path=" + src + "/include"]
+    rc1, _, _ = sh([nvcc, "-c"] + flags + ["../src/main.cu"], obj)     # -> obj/main.o
+    rc2, _, _ = sh([nvcc, "-dc"] + flags + ["-x", "cu", "../src/kernels.txt", "-x", "none",
+                                             "-o", "kern.o"], obj)
+    rc3, _, _ = sh([nvcc, "-c", "-o", "util.o", "../src/host_util.cpp"], obj)
+    ok = check(rc1 == 0 and os.path.exists(os.path.join(obj, "main.o")),
+               "-c without -o writes main.o in the current folder")
+    ok &= check(rc2 == 0 and rc3 == 0, "-dc -x cu of a .txt source and -c of a .cpp compile")
+    if ok:
+        prog = os.path.join(work, "linked")
+        rc, out, _ = sh([nvcc, "-o", prog, "main.o", "kern.o", "util.o", "-lcublas", "-run"], obj)
+        check(rc == 0 and out.splitlines() == EXPECTED,
+              "linked from three objects, -run runs it and it prints the right results")
+        check(os.access(prog, os.X_OK), "-run keeps the program it linked")
+
+
+def marker_line(path, marker):
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            if marker in line:
+                return n
+    raise SystemExit(f"{path} has no {marker} line")
+
+
+def case_diagnostics(nvcc, work):
+    """A planted bug gets the chapters' report; a compile error points at the .cu's line."""
+    prog = os.path.join(work, "oob")
+    rc, _, _ = sh([nvcc, "-o", prog, "oob.cu"], HERE)
+    if check(rc == 0, "the planted out-of-bounds program builds"):
+        src = os.path.join(HERE, "oob.cu")
+        rc, out, err = sh([prog], work)
+        want = (r"cuemu: out-of-bounds write of global memory in kernel scale_kernel, "
+                r"block \(4096,0,0\), thread \(0,0,0\) at \S*oob\.cu:%d: .* 0 bytes past the end "
+                r"of a 4194304-byte allocation made at \S*oob\.cu:%d"
+                % (marker_line(src, "@oob-write"), marker_line(src, "@oob-alloc")))
+        check(re.search(want, err) is not None,
+              "the report names kernel, block, thread, the write's line and the cudaMalloc's")
+        check(rc == 1 and "cudaErrorIllegalAddress" in out,
+              "the program carries on and gets cudaErrorIllegalAddress, as on a GPU")
+    bad = os.path.join(work, "bad.cu")
+    with open(bad, "w") as f:
+        f.write("__global__ void k(float *p)\n{\n    p[threadIdx.x] = undeclared;\n}\n"
+                "int main() { k<<<1, 1>>>(nullptr); return 0; }\n")
+    rc, _, err = sh([nvcc, "-o", os.path.join(work, "bad"), "bad.cu"], work)
+    check(rc != 0 and re.search(r"bad\.cu:3:\d+: error: .*undeclared", err) is not None,
+          "a compile error names the line of the .cu file")
+
+
+def case_options(nvcc, work):
+    """What needs no compile: --version, --help, and one clear line for what is refused."""
+    rc, out, _ = sh([nvcc, "--version"], work)
+    check(rc == 0 and re.search(r"release \d+\.\d", out) is not None, "--version says the release")
+    rc, out, _ = sh([nvcc, "--help"], work)
+    check(rc == 0 and "-o <file>" in out and "-lcublas" in out, "--help lists the options")
+    for args, words in ((["-ptx", "a.cu"], "'-ptx' is not supported"),
+                        (["--frobnicate", "a.cu"], "unknown option '--frobnicate'"),
+                        (["-fopenmp", "a.cu"], "-Xcompiler"),
+                        (["a.cu", "-lcurand"], "-lcurand is not supported"),
+                        (["-std=c++11", "a.cu"], "need C++17"),
+                        (["-c", "-o", "x.o", "a.cu", "b.cu"], "single input file"),
+                        (["notes.md"], "unknown kind of input file"),
+                        ([], "no input files"),
+                        (["-o"], "needs a value"),
+                        (["missing.cu"], "'missing.cu': no such file")):
+        rc, out, err = sh([nvcc] + args, work)
+        lines = err.strip().splitlines()
+        check(rc == 1 and out == "" and len(lines) == 1 and lines[0].startswith("cuemu-nvcc: ")
+              and words in lines[0], f"{' '.join(args) or '(nothing)'}: one line saying {words!r}")
+    rc, out, err = sh([nvcc, "-dryrun", "-o", "never", os.path.join(HERE, "oob.cu")], work)
+    check(rc == 0 and "cuemu-rewrite" in err and "--whole-archive" in err
+          and not os.path.exists(os.path.join(work, "never")),
+          "-dryrun prints the rewrite, compile and link commands and runs none")
+
+
+CASES = {"multi-file": case_multi_file, "separate": case_separate,
+         "diagnostics": case_diagnostics, "options": case_options}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4 or sys.argv[1] not in CASES:
+        raise SystemExit(f"usage: test_nvcc.py {{{'|'.join(CASES)}}} DRIVER SCRATCH_DIR")
+    case, driver, scratch = sys.argv[1:]
+    if not os.access(driver, os.X_OK):
+        raise SystemExit(f"{driver} is missing: run make cuemu-nvcc")
+    work = os.path.join(os.path.abspath(scratch), case)
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    CASES[case](os.path.abspath(driver), work)
+    print(f"\n{case}: " + ("passed" if not failures else f"{len(failures)} check(s) FAILED"))
+    sys.exit(1 if failures else 0)
