@@ -763,6 +763,7 @@ def warm_up(lib):
             stream.to_device(d_buf, pinned, x.nbytes)
             stream.scale_shift(d_buf, x.size, 1.0, 0.0)
             stream.to_host(x, d_buf, x.nbytes)
+            stream.synchronize()   # the streams share d_buf: one at a time, or they race
         for stream in streams:
             stream.close()
 

@@ -47,6 +47,12 @@ typedef struct cuemu_launch_desc {
     void       *stream;
     void      (*body)(void *ctx);   /* runs one thread's kernel body */
     void       *ctx;
+    void      (*ctx_free)(void *ctx);   /* releases ctx once the queued launch has run */
+    /* the kernel's pointer arguments, for the stream race check: written = the pointee is
+       not const (the kernel may write it) */
+    int         nptr;
+    const void *ptr[16];
+    unsigned char ptr_written[16];
 } cuemu_launch_desc;
 
 /* Sticky error and launch-configuration checks; 0 = go ahead, else the error (recorded). */
@@ -57,6 +63,9 @@ int  cuemu_check_kernel_pointer(const cuemu_launch_desc *d, int index, const voi
 void cuemu_launch_refuse(const cuemu_launch_desc *d);
 /* Runs every block; returns 0 or the error that stopped it (already recorded). */
 int  cuemu_launch_run(const cuemu_launch_desc *d);
+/* Queues the launch on d->stream (the runtime owns the queues); the queue runs it with
+   cuemu_launch_run and then calls d->ctx_free(d->ctx). */
+void cuemu_launch_enqueue(const cuemu_launch_desc *d);
 
 /* ---- device-side operations (called only from inside a kernel) ------------------------ */
 void cuemu_syncthreads(const char *file, int line);

@@ -405,6 +405,7 @@ cudaError_t rt_sync_point(const char *what)
 cudaError_t (cudaDeviceSynchronize)(void)
 {
     RT_ENTER();
+    rt_drain_all();
     return rt_sync_point("cudaDeviceSynchronize");
 }
 
@@ -414,6 +415,7 @@ extern void cuemu_core_reset(void) __attribute__((weak));
 cudaError_t (cudaDeviceReset)(void)
 {
     if (cuemu_core_reset) cuemu_core_reset();
+    rt_queue_reset();
     rt_lock();
     rt_pools_reset();
     rt_memory_reset();
