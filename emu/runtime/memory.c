@@ -186,7 +186,7 @@ void rt_registry_remove(rt_block *b)
 void rt_registry_clear_accesses(void)
 {
     rt_lock();
-    for (size_t i = 0; i < reg_n; i++) reg[i]->nacc_list = 0;
+    for (size_t i = 0; i < reg_n; i++) reg[i]->nacc_list = 0, reg[i]->acc_maxlen = 0;
     rt_unlock();
 }
 

@@ -105,6 +105,7 @@ void rt_pool_return(rt_block *b)
     rt_lock();
     rt_pool *p = b->pool;
     b->nacc_list = 0;
+    b->acc_maxlen = 0;
     rt_registry_remove(b);
     p->used -= b->accounted;
     rt_freed_push(b, 0);

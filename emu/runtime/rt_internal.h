@@ -58,6 +58,7 @@ struct rt_block {
     struct rt_op  *pend_op;
     struct rt_acc_ref *acc_list;
     int            nacc_list, cap_acc_list;
+    size_t         acc_maxlen;
 };
 
 size_t    rt_page(void);

@@ -481,19 +481,33 @@ static const char *acc_desc(const rt_op *op, int i, char *buf, size_t n)
     return buf;
 }
 
+/* A block's pending accesses are kept sorted by their first byte, with the longest one's
+   length, so a new access is compared only with those that can overlap it. */
+static size_t acc_lower(const rt_block *b, const char *p)
+{
+    size_t lo = 0, hi = (size_t)b->nacc_list;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const struct rt_acc_ref *r = &b->acc_list[mid];
+        if (r->op->acc[r->idx].lo < p) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
 static int race_check(rt_op *op)
 {
     int raced = 0;
     for (int i = 0; i < op->nacc; i++) {
         rt_acc *a = &op->acc[i];
         rt_block *b = a->b;
-        for (int k = 0; k < b->nacc_list; ) {
+        size_t maxlen = b->acc_maxlen;
+        const char *from = (size_t)(a->lo - b->base) > maxlen ? a->lo - maxlen : b->base - 1;
+        for (size_t k = acc_lower(b, from); k < (size_t)b->nacc_list && !raced; k++) {
             rt_op *o = b->acc_list[k].op;
-            if (o->done) { b->acc_list[k] = b->acc_list[--b->nacc_list]; continue; }
             rt_acc *x = &o->acc[b->acc_list[k].idx];
-            k++;
-            if (raced || o->stream == op->stream || !(x->write || a->write)) continue;
-            if (x->hi <= a->lo || a->hi <= x->lo) continue;
+            if (x->lo >= a->hi) break;
+            if (o->done || o->stream == op->stream || !(x->write || a->write)) continue;
+            if (x->hi <= a->lo) continue;
             if (ordered_before(o, op)) continue;
             char w1[400], w2[400], d1[100], d2[100], s1[64], s2[64];
             cuemu_diag("stream race on %s allocated at %s:%d (%zu bytes): %s on %s %s, and %s on %s %s, "
@@ -503,7 +517,7 @@ static int race_check(rt_op *op)
                        ? "managed memory" : "pinned host memory",
                        b->file ? b->file : "(unknown file)", b->line, b->size,
                        op_what(o, w1, sizeof w1), stream_name(o->stream, s1, sizeof s1),
-                       acc_desc(o, b->acc_list[k - 1].idx, d1, sizeof d1),
+                       acc_desc(o, b->acc_list[k].idx, d1, sizeof d1),
                        op_what(op, w2, sizeof w2), stream_name(op->stream, s2, sizeof s2),
                        acc_desc(op, i, d2, sizeof d2));
             raced = 1;
@@ -515,8 +529,24 @@ static int race_check(rt_op *op)
             b->acc_list = n;
             b->cap_acc_list = cap;
         }
-        b->acc_list[b->nacc_list].op = op;
-        b->acc_list[b->nacc_list++].idx = i;
+        size_t at = acc_lower(b, a->lo);
+        /* drop what the new access makes redundant: finished ones, and earlier ones of the same
+           stream over no more bytes that race with whatever this one races with */
+        for (size_t k = at; k < (size_t)b->nacc_list;) {
+            rt_op *o = b->acc_list[k].op;
+            rt_acc *x = &o->acc[b->acc_list[k].idx];
+            if (x->lo != a->lo) break;
+            if (o->done || (o->stream == op->stream && x->hi <= a->hi && (a->write || !x->write))) {
+                memmove(b->acc_list + k, b->acc_list + k + 1, (b->nacc_list - k - 1) * sizeof *b->acc_list);
+                b->nacc_list--;
+            } else
+                k++;
+        }
+        memmove(b->acc_list + at + 1, b->acc_list + at, (b->nacc_list - at) * sizeof *b->acc_list);
+        b->acc_list[at].op = op;
+        b->acc_list[at].idx = i;
+        b->nacc_list++;
+        if ((size_t)(a->hi - a->lo) > b->acc_maxlen) b->acc_maxlen = (size_t)(a->hi - a->lo);
     }
     return raced;
 }
