@@ -360,7 +360,14 @@ def test_missing_barrier(ctx):
     want = reverse_reference(x, 256)
     tut.assert_equal(reverse_chunks(ctx.lib, x, 256, 64, use_barrier=True), want,
                      name="with the barrier")
-    got = reverse_chunks(ctx.lib, x, 256, 64, use_barrier=False)
+    try:
+        got = reverse_chunks(ctx.lib, x, 256, 64, use_barrier=False)
+    except tut.CudaError as e:
+        # The emulator's race detector stops the launch and names both threads and lines.
+        if ctx.backend == "cpu" and "shared memory race" in str(e):
+            ctx.lib.clear_last_error()
+            return
+        raise
     # The emulator runs a block's threads one after another until each reaches a barrier, in
     # forward or reverse order: with no barrier, some thread always reads a slot that its
     # owner has not written (poisoned). A GPU usually gets it wrong too, but not always:

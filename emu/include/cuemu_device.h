@@ -160,12 +160,19 @@ extern "C" void __tsan_release(void *addr);
 #define CUEMU_TSAN_ACQ(p) ((void)0)
 #define CUEMU_TSAN_REL(p) ((void)0)
 #endif
+/* The access checks (emu/core/access.c) see atomics' loads and stores too; the depth counter
+   tells them apart, and the empty asm keeps the optimiser from folding its ++ and --. */
+#define CUEMU_ACCESS_FENCE() __asm__ __volatile__("" ::: "memory")
 #define CUEMU_ATOMIC(NAME, T, EXPR)                                                      \
     static inline T NAME(T *address, T val)                                              \
     {                                                                                    \
         CUEMU_TSAN_ACQ(address);                                                         \
+        cuemu_atomic_depth++;                                                            \
+        CUEMU_ACCESS_FENCE();                                                            \
         T old = *address;                                                                \
         *address = (EXPR);                                                               \
+        CUEMU_ACCESS_FENCE();                                                            \
+        cuemu_atomic_depth--;                                                            \
         CUEMU_TSAN_REL(address);                                                         \
         return old;                                                                      \
     }
@@ -203,8 +210,10 @@ CUEMU_ATOMIC(atomicDec, unsigned int, (old == 0u || old > val) ? val : old - 1u)
 #undef CUEMU_ATOMIC
 #define CUEMU_CAS(T) \
     static inline T atomicCAS(T *address, T compare, T val) \
-    { CUEMU_TSAN_ACQ(address); T old = *address; if (old == compare) *address = val;   \
-      CUEMU_TSAN_REL(address); return old; }
+    { CUEMU_TSAN_ACQ(address); cuemu_atomic_depth++; CUEMU_ACCESS_FENCE();              \
+      T old = *address;                                                                  \
+      if (old == compare) *address = val;                                                \
+      CUEMU_ACCESS_FENCE(); cuemu_atomic_depth--; CUEMU_TSAN_REL(address); return old; }
 CUEMU_CAS(int)
 CUEMU_CAS(unsigned int)
 CUEMU_CAS(unsigned long long)
@@ -320,6 +329,7 @@ static inline long long clock64()
 namespace cuemu {
 struct shared_reg {
     shared_reg(void *p, size_t n) { cuemu_shared_register(p, n); }
+    shared_reg(void *p, size_t n, const char *name) { cuemu_shared_register_named(p, n, name); }
 };
 }  // namespace cuemu
 

@@ -399,7 +399,9 @@ cudaError_t rt_sync_point(const char *what)
     rt_check_all_slack(what);
     rt_pools_release_to_threshold();
     int sticky = cuemu_sticky_error();
-    return sticky ? rt_err((cudaError_t)sticky) : cudaSuccess;
+    if (sticky) return rt_err((cudaError_t)sticky);
+    int e = cuemu_take_async_error();
+    return e ? rt_err((cudaError_t)e) : cudaSuccess;
 }
 
 cudaError_t (cudaDeviceSynchronize)(void)

@@ -847,7 +847,9 @@ static cudaError_t queue_copy(void *dst, size_t dpitch, const void *src, size_t 
 static cudaError_t after_blocking(const char *api)
 {
     rt_check_all_slack(api);
-    return cuemu_sticky_error() ? rt_err((cudaError_t)cuemu_sticky_error()) : cudaSuccess;
+    if (cuemu_sticky_error()) return rt_err((cudaError_t)cuemu_sticky_error());
+    int e = cuemu_take_async_error();
+    return e ? rt_err((cudaError_t)e) : cudaSuccess;
 }
 
 cudaError_t (cudaMemcpy)(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)

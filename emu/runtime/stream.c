@@ -554,6 +554,18 @@ static int race_check(rt_op *op)
 /* ---- running operations ------------------------------------------------------------------------ */
 extern int cuemu_launch_run(const cuemu_launch_desc *d) __attribute__((weak));
 
+/* A queued launch that failed without a sticky fault (a shared-memory race): the next
+   synchronising call returns its error, once. */
+static int async_err;
+int cuemu_take_async_error(void)
+{
+    rt_lock();
+    int e = async_err;
+    async_err = 0;
+    rt_unlock();
+    return e;
+}
+
 static int recheck(rt_op *op, const void *p, size_t span, const char *role)
 {
     enum rt_loc l;
@@ -570,7 +582,8 @@ static void op_run(rt_op *op)
     switch (op->kind) {
     case RT_OP_KERNEL:
         if (!sticky && cuemu_launch_run) {
-            cuemu_launch_run(&op->desc);
+            int e = cuemu_launch_run(&op->desc);
+            if (e && !cuemu_sticky_error() && !async_err) async_err = e;
             /* a write into an allocation's slack (its last bytes before the guard page) is
                blamed on this launch, not on some later synchronisation */
             char when[400];
