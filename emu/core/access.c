@@ -13,6 +13,8 @@
  *   cuemu_access_barrier()                           every thread of the block passed __syncthreads
  *   cuemu_access_warp_sync(warp)                     lanes of a warp met (__syncwarp, shuffles)
  *   cuemu_access_shared_var(p, n, name)              a static __shared__ variable exists
+ *   cuemuNoAccess(p, n, buf, buf_n, on)             (ctypes) bytes no kernel may touch: the
+ *                                                    harness's guard zones around a buffer
  *   cuemu_access_observer                            a hook for what else wants every access
  *                                                    (the memory-access profile: 32-byte sectors
  *                                                    per warp request, bank conflicts)
@@ -236,6 +238,73 @@ static void misaligned(struct ubsan_mismatch *d, uintptr_t p)
 void __ubsan_handle_type_mismatch_v1(struct ubsan_mismatch *d, uintptr_t p) { misaligned(d, p); }
 void __ubsan_handle_type_mismatch_v1_abort(struct ubsan_mismatch *d, uintptr_t p) { misaligned(d, p); }
 
+/* ---- no-access zones (the Python harness's guard zones around a DeviceBuffer) --------------------- */
+typedef struct { uintptr_t lo, hi, buf_lo, buf_hi; } zone;
+#define MAX_ZONES 4096
+static zone g_zone[MAX_ZONES];
+static int g_nzone;
+static uintptr_t g_zlo = UINTPTR_MAX, g_zhi;
+
+static void zone_bounds(void)
+{
+    g_zlo = UINTPTR_MAX;
+    g_zhi = 0;
+    for (int i = 0; i < g_nzone; i++) {
+        if (g_zone[i].lo < g_zlo) g_zlo = g_zone[i].lo;
+        if (g_zone[i].hi > g_zhi) g_zhi = g_zone[i].hi;
+    }
+}
+
+/* Exported for ctypes: bytes [p, p+n) of an allocation must not be touched by a kernel (on = 1)
+   or may be again (on = 0). A kernel that reads or writes them stops with
+   cudaErrorIllegalAddress and a report naming thread, line and how far outside [buf,
+   buf+buf_n) it went. Returns 0, or -1 when the table is full. */
+int cuemuNoAccess(void *p, size_t n, void *buf, size_t buf_n, int on)
+{
+    uintptr_t lo = (uintptr_t)p;
+    if (!on) {
+        for (int i = 0; i < g_nzone; i++)
+            if (g_zone[i].lo == lo) { g_zone[i] = g_zone[--g_nzone]; i--; }
+        zone_bounds();
+        return 0;
+    }
+    if (g_nzone >= MAX_ZONES || !n) return -1;
+    g_zone[g_nzone].lo = lo;
+    g_zone[g_nzone].hi = lo + n;
+    g_zone[g_nzone].buf_lo = (uintptr_t)buf;
+    g_zone[g_nzone].buf_hi = (uintptr_t)buf + buf_n;
+    g_nzone++;
+    zone_bounds();
+    return 0;
+}
+
+/* The runtime frees [lo, hi): zones inside it go with it. */
+void cuemu_access_forget(const void *lo, const void *hi)
+{
+    int before = g_nzone;
+    for (int i = 0; i < g_nzone; i++)
+        if (g_zone[i].lo >= (uintptr_t)lo && g_zone[i].lo < (uintptr_t)hi) { g_zone[i] = g_zone[--g_nzone]; i--; }
+    if (g_nzone != before) zone_bounds();
+}
+
+static void zone_hit(const zone *z, uintptr_t a, int write, void *pc)
+{
+    char s[512], msg[1500];
+    unsigned me[3];
+    site(pc, s, sizeof s);
+    tid3((int)cuemu_cur->linear, me);
+    long long off = a < z->buf_lo ? (long long)(z->buf_lo - a) : (long long)(a - z->buf_hi);
+    snprintf(msg, sizeof msg,
+             "out-of-bounds %s of global memory in kernel %s, block (%u,%u,%u), thread (%u,%u,%u) at "
+             "%s: address %p is %lld bytes %s of a %llu-byte buffer (in the guard zone the test "
+             "harness keeps around it); launch at %s:%d aborted", write ? "write" : "read",
+             g_launch ? g_launch->kernel : "?", cuemu_block_idx.x, cuemu_block_idx.y, cuemu_block_idx.z,
+             me[0], me[1], me[2], s, (void *)a, off, a < z->buf_lo ? "before the start" : "past the end",
+             (unsigned long long)(z->buf_hi - z->buf_lo), g_launch ? g_launch->file : "?",
+             g_launch ? g_launch->line : 0);
+    cuemu_launch_abort(700 /* cudaErrorIllegalAddress */, 1, msg);
+}
+
 /* ---- the check --------------------------------------------------------------------------------- */
 static void shared_access(region *r, const char *a, unsigned size, int write, void *pc)
 {
@@ -291,6 +360,9 @@ static inline void access(const void *addr, unsigned size, int write, void *pc)
                 break;
             }
         }
+    } else if (a + size > g_zlo && a < g_zhi) {
+        for (int i = 0; i < g_nzone; i++)
+            if (a + size > g_zone[i].lo && a < g_zone[i].hi) zone_hit(&g_zone[i], a, write, pc);
     }
     if (cuemu_access_observer) cuemu_access_observer(addr, size, write, pc);
 }

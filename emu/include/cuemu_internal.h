@@ -84,6 +84,8 @@ void cuemu_access_block(void);
 void cuemu_access_barrier(void);
 void cuemu_access_warp_sync(unsigned warp);
 void cuemu_access_shared_var(void *p, size_t n, const char *name);
+void cuemu_access_forget(const void *lo, const void *hi);
+int  cuemuNoAccess(void *p, size_t n, void *buf, size_t buf_n, int on);
 /* Called for every access a kernel thread makes, once the checks passed (NULL: nobody). */
 extern void (*cuemu_access_observer)(const void *addr, unsigned size, int write, void *pc);
 /* The core's side: "file:line" of a code address; stop the running launch with err (the

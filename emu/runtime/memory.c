@@ -544,8 +544,11 @@ cudaError_t (cudaHostAlloc)(void **pHost, size_t size, unsigned int flags)
 cudaError_t (cudaMallocHost)(void **ptr, size_t size) { return cuemu_hostAlloc_at(NULL, 0, ptr, size, 0); }
 
 /* ---- freeing -------------------------------------------------------------------------------- */
+extern void cuemu_access_forget(const void *lo, const void *hi) __attribute__((weak));
+
 static void release_block(rt_block *b)
 {
+    if (cuemu_access_forget) cuemu_access_forget(b->base, b->base + b->size);
     free(b->acc_list);
     b->acc_list = NULL;
     b->nacc_list = b->cap_acc_list = 0;
