@@ -56,7 +56,7 @@ __global__ void legal_sharing_kernel(float *out)
     out[t] = v + bytes[(t + 1) % 128] + (float)count;
 }
 
-static const char *orders[] = { "forward", "reverse", "random:3" };
+[[maybe_unused]] static const char *orders[] = { "forward", "reverse", "random:3" };
 
 int main()
 {
