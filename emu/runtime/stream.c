@@ -346,6 +346,8 @@ static void apply_prot(rt_block *b, int state)
     b->prot = state;
 }
 
+extern void cuemu_locate_pc(void *pc, char *out, size_t n) __attribute__((weak));
+
 static void host_fault(int sig, siginfo_t *si, void *ucv)
 {
     const char *a = (const char *)si->si_addr;
@@ -372,7 +374,15 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
 #endif
     Dl_info di;
     char where[512], what[512], sn[64];
-    if (pc && dladdr(pc, &di) && di.dli_fname)
+    where[0] = 0;
+    /* the host's line when the access is in code built with -g (a .cu compiled by the emulator) */
+    if (pc && cuemu_locate_pc) {
+        cuemu_locate_pc((char *)pc + 1, where, sizeof where);
+        if (!strchr(where, ':') || strstr(where, "unknown")) where[0] = 0;
+    }
+    if (where[0]) {
+        /* found */
+    } else if (pc && dladdr(pc, &di) && di.dli_fname)
         snprintf(where, sizeof where, "%p in %s (%s+%#lx)", pc, di.dli_fname,
                  di.dli_sname ? di.dli_sname : "?",
                  (unsigned long)((const char *)pc - (const char *)(di.dli_saddr ? di.dli_saddr : di.dli_fbase)));
