@@ -98,12 +98,12 @@ $(foreach t,chapters solutions,$(eval $(call gpu_lib,$(t))))
 $(BUILD)/cpu/common/tut_check.o: common/tut_check.cu $(COMMON_H) $(EMU_REWRITE) $(EMU_HEADERS)
 	@mkdir -p $(@D)
 	$(EMU_REWRITE) $< $(@D)/tut_check.cpp
-	$(CXX) $(EMU_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -c -o $@ $(@D)/tut_check.cpp
+	$(EMU_CXX) $(EMU_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -c -o $@ $(@D)/tut_check.cpp
 define cpu_lib
 $(BUILD)/cpu/$(1)/lib%.so: $$$$(wildcard $(1)/$$$$*/*.cu) $(COMMON_H) $(BUILD)/cpu/common/tut_check.o $$(EMU_REWRITE) $$(EMU_RUNTIME) $$(EMU_HEADERS)
 	@mkdir -p $$(@D)/obj/$$*; rm -f $$@
 	for f in $$(filter %.cu,$$^); do $$(EMU_REWRITE) $$$$f $$(@D)/obj/$$*/$$$$(basename $$$$f .cu).cpp || exit 1; done
-	$$(CXX) $$(EMU_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -I$(1)/$$* -shared -o $$@ $$(@D)/obj/$$*/*.cpp $(BUILD)/cpu/common/tut_check.o -Wl,--whole-archive $$(EMU_RUNTIME) -Wl,--no-whole-archive $$(EMU_LDLIBS)
+	$$(EMU_CXX) $$(EMU_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -I$(1)/$$* -shared -o $$@ $$(@D)/obj/$$*/*.cpp $(BUILD)/cpu/common/tut_check.o -Wl,--whole-archive $$(EMU_RUNTIME) -Wl,--no-whole-archive $$(EMU_LDLIBS)
 endef
 $(foreach t,chapters solutions,$(eval $(call cpu_lib,$(t))))
 

@@ -313,6 +313,19 @@ class DeviceBuffer:
         lib.malloc_raw(ctypes.byref(raw), self.nbytes + 2 * guard)
         self._base = raw.value
         lib.memset(self._base, POISON_BYTE, self.nbytes + 2 * guard)
+        self._no_access(1)
+
+    def _no_access(self, on):
+        """On the CPU backend the emulator also makes the guard zones no-access to kernels, so
+        an out-of-bounds access is reported with its kernel, thread and line."""
+        mark = getattr(self.lib.cdll, "cuemuNoAccess", None)
+        if mark is None or not self.guard:
+            return
+        mark.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
+                         ctypes.c_int]
+        body = self._base + self.guard
+        mark(self._base, self.guard, body, self.nbytes, on)
+        mark(body + self.nbytes, self.guard, body, self.nbytes, on)
 
     @classmethod
     def from_array(cls, lib, array, guard=GUARD):
@@ -354,6 +367,7 @@ class DeviceBuffer:
     def free(self):
         if self._base is None:
             raise ValueError("DeviceBuffer freed twice")
+        self._no_access(0)
         base, self._base = self._base, None
         self.lib.free_raw(base)
 

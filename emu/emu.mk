@@ -21,12 +21,23 @@ else
   EMU_SANFLAGS := -fsanitize=$(EMU_SANITIZE) -fno-omit-frame-pointer
 endif
 
+# Emulated .cu files are compiled by clang++ when it is installed: its load/store instrumentation
+# (-fsanitize-coverage=trace-loads,trace-stores) feeds the shared-memory race detector and the
+# misaligned-access check (emu/core/access.c). EMU_CXX=g++ builds without those two checks;
+# vectorisers are off so that every access the compiler emits is one the kernel wrote, and a
+# store through a null pointer stays a store (that faults) instead of being optimised away.
+comma        := ,
+EMU_CXX      ?= $(or $(shell command -v clang++ 2>/dev/null),$(CXX))
+EMU_TRACE    := $(if $(and $(findstring clang,$(EMU_CXX)),$(if $(EMU_SANITIZE),,y)),-fsanitize-coverage=edge$(comma)trace-loads$(comma)trace-stores -fno-vectorize -fno-slp-vectorize -fno-delete-null-pointer-checks)
+
 EMU_REWRITE  := $(BUILD)/emu/cuemu-rewrite
 EMU_RUNTIME  := $(EMU_BUILD)/libcuemu.a
 EMU_HEADERS  := $(wildcard emu/include/*.h)
 # -g: fault reports find the file:line with addr2line; DWARF 4 because addr2line (binutils
 # 2.40) names the .cpp instead of the #line file in DWARF 5 line tables
-EMU_CXXFLAGS := -std=c++17 -O2 -fPIC -g -gdwarf-4 -Iemu/include -include cuda_runtime.h $(EMU_SANFLAGS)
+# -fsanitize=alignment: misaligned accesses reach the emulator's handler (emu/core/access.c)
+EMU_ALIGN    := $(if $(EMU_SANITIZE),,-fsanitize=alignment $(if $(findstring clang,$(EMU_CXX)),-fno-sanitize-link-runtime))
+EMU_CXXFLAGS := -std=c++17 -O2 -fPIC -g -gdwarf-4 -Iemu/include -include cuda_runtime.h $(EMU_TRACE) $(EMU_ALIGN) $(EMU_SANFLAGS)
 EMU_CFLAGS   := -std=gnu11 -O2 -fPIC -g -Wall -Iemu/include $(EMU_SANFLAGS)
 EMU_LDLIBS   := -lpthread -lm -ldl -lrt $(EMU_SANFLAGS)
 
@@ -62,6 +73,9 @@ $(EMU_RUNTIME): $(EMU_LIB_OBJ)
 # was made with, and the header otherwise (cuemu-nvcc with -O3, say): never a different result.
 # gcc does not check the headers' dates, so everything that compiles with EMU_CXXFLAGS depends
 # on it through EMU_HEADERS, and it is rebuilt first when a header changes.
+# gcc only: clang refuses (instead of ignoring) a PCH made with other flags, and the race
+# detector's build is clang's.
+ifeq ($(findstring clang,$(EMU_CXX)),)
 EMU_PCH_DIR  := $(EMU_BUILD)/pch
 EMU_PCH      := $(EMU_PCH_DIR)/cuda_runtime.h.gch
 # The link beside it: a later #include <cuda_runtime.h> finds the .gch first, cannot use it
@@ -69,10 +83,13 @@ EMU_PCH      := $(EMU_PCH_DIR)/cuda_runtime.h.gch
 $(EMU_PCH): $(EMU_HEADERS) emu/emu.mk
 	@mkdir -p $(@D)
 	ln -sfr emu/include/cuda_runtime.h $(@D)/cuda_runtime.h
-	$(CXX) $(filter-out -include cuda_runtime.h,$(EMU_CXXFLAGS)) -x c++-header -o $@.tmp emu/include/cuda_runtime.h
+	$(EMU_CXX) $(filter-out -include cuda_runtime.h,$(EMU_CXXFLAGS)) -x c++-header -o $@.tmp emu/include/cuda_runtime.h
 	mv -f $@.tmp $@
 EMU_CXXFLAGS := -I$(EMU_PCH_DIR) $(EMU_CXXFLAGS)
 EMU_HEADERS  := $(EMU_HEADERS) $(EMU_PCH)
+else
+EMU_PCH      :=
+endif
 
 # ---- tests: every .cu under emu/tests becomes an emulated executable --------------------------
 EMU_TEST_SRC := $(wildcard emu/tests/core/*.cu emu/tests/bugs/*.cu emu/tests/runtime/*.cu \
@@ -82,7 +99,7 @@ EMU_TEST_BIN := $(EMU_TEST_SRC:emu/tests/%.cu=$(EMU_BUILD)/tests/%)
 $(EMU_BUILD)/tests/%: emu/tests/%.cu $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_HEADERS)
 	@mkdir -p $(@D)
 	$(EMU_REWRITE) $< $@.cpp
-	$(CXX) $(EMU_CXXFLAGS) -I$(<D) -o $@ $@.cpp -Wl,--whole-archive $(EMU_RUNTIME) -Wl,--no-whole-archive $(EMU_LDLIBS)
+	$(EMU_CXX) $(EMU_CXXFLAGS) -I$(<D) -o $@ $@.cpp -Wl,--whole-archive $(EMU_RUNTIME) -Wl,--no-whole-archive $(EMU_LDLIBS)
 
 emu-lib: $(EMU_REWRITE) $(EMU_RUNTIME)
 emu-tests: $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_TEST_BIN) ## build the emulator's own tests
@@ -91,7 +108,7 @@ emu-tests: $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_TEST_BIN) ## build the emulator's
 $(EMU_BUILD)/bench/emu_bench: emu/bench/emu_bench.cu $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_HEADERS)
 	@mkdir -p $(@D)
 	$(EMU_REWRITE) $< $@.cpp
-	$(CXX) $(EMU_CXXFLAGS) -I$(<D) -o $@ $@.cpp -Wl,--whole-archive $(EMU_RUNTIME) -Wl,--no-whole-archive $(EMU_LDLIBS)
+	$(EMU_CXX) $(EMU_CXXFLAGS) -I$(<D) -o $@ $@.cpp -Wl,--whole-archive $(EMU_RUNTIME) -Wl,--no-whole-archive $(EMU_LDLIBS)
 
 emu-bench: $(EMU_BUILD)/bench/emu_bench ## emulator speed: kernels beside the same loops compiled natively
 	$(EMU_BUILD)/bench/emu_bench

@@ -469,6 +469,8 @@ def test_pipeline(ctx):
             want = ref_scale_shift(x, a, b)
             pipe.run(x, a, b, out=x)   # in place: a chunk is copied in before it is copied out
             tut.assert_close(x, want, rtol=1e-6, atol=1e-6, name=f"in place n={n}")
+    if ctx.backend == "cpu":
+        check_round_robin(lib, ctx.rng)
     # The point of it all: an array 2.5x larger than the device's free memory, through a
     # budget of three quarters of that free memory.
     budget = 96 * MiB if ctx.backend == "gpu" else 20 * MiB
@@ -482,6 +484,34 @@ def test_pipeline(ctx):
             got = pipe.run(x, a, b)
     tut.assert_close(got, ref_scale_shift(x, a, b), rtol=1e-6, atol=1e-6,
                      name=f"n={n} through {nstreams} x {chunk} floats")
+
+
+def check_round_robin(lib, rng):
+    """On the CPU backend the emulator logs the stream of every queued operation: chunk c's
+    kernel must go to stream c % nstreams (the pipeline's own streams, not stream 0)."""
+    log = lib.cdll.cuemuStreamLog
+    log.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+    log.restype = ctypes.c_int
+    for n, chunk, nstreams in ((1000, 64, 3), (4099, 256, 4), (700, 100, 1)):
+        x = tut.random_f32(rng, n)
+        with Pipeline(lib, chunk, nstreams, chunk * nstreams * 4) as pipe:
+            lib.cdll.cuemuStreamLogClear()
+            pipe.run(x, 1.0, 0.0)
+            count = log(None, None, 0)
+            ids = (ctypes.c_longlong * count)()
+            kinds = (ctypes.c_int * count)()
+            log(ids, kinds, count)
+        kernels = [ids[i] for i in range(count) if kinds[i] == 1]   # 1: a kernel launch
+        chunks = -(-n // chunk)
+        if len(kernels) != chunks:
+            raise AssertionError(f"pipeline_run n={n} chunk={chunk}: {len(kernels)} kernel "
+                                 f"launches, want one per chunk ({chunks})")
+        first = kernels[:nstreams]
+        if 0 in kernels or len(set(first)) != nstreams or any(
+                k != first[c % nstreams] for c, k in enumerate(kernels)):
+            raise AssertionError(f"pipeline_run n={n} chunk={chunk} streams={nstreams}: the "
+                                 f"kernels went to streams {kernels[:12]}... (0 is the default "
+                                 f"stream); chunk c must go to stream c % nstreams")
 
 
 @CH.exercise(4, "choose_chunk: the largest chunk within the budget that still overlaps")

@@ -378,7 +378,14 @@ def test_missing_barrier(ctx):
     want = reverse_reference(x, 256)
     tut.assert_equal(reverse_chunks(ctx.lib, x, 256, 64, use_barrier=True), want,
                      name="with the barrier")
-    got = reverse_chunks(ctx.lib, x, 256, 64, use_barrier=False)
+    try:
+        got = reverse_chunks(ctx.lib, x, 256, 64, use_barrier=False)
+    except tut.CudaError as e:
+        # The emulator's race detector stops the launch and names both threads and lines.
+        if ctx.backend == "cpu" and "shared memory race" in str(e):
+            ctx.lib.clear_last_error()
+            return
+        raise
     # The emulator runs a block's threads one after another until each reaches a barrier, in
     # forward or reverse order: with no barrier, some thread always reads a slot that its
     # owner has not written (poisoned). A GPU usually gets it wrong too, but not always:
@@ -431,7 +438,13 @@ def demo(lib):
     x = np.arange(1000, dtype=np.float32)
     want = reverse_reference(x, 256)
     for use_barrier in (True, False):
-        got = reverse_chunks(lib, x, 256, 64, use_barrier=use_barrier)
+        try:
+            got = reverse_chunks(lib, x, 256, 64, use_barrier=use_barrier)
+        except tut.CudaError as e:   # the CPU backend's race detector stops the launch
+            lib.clear_last_error()
+            print(f"  reverse 256-float chunks, WITHOUT __syncthreads: {e.name} (the race "
+                  f"detector's report is above)")
+            continue
         print(f"  reverse 256-float chunks, {'with' if use_barrier else 'WITHOUT'} "
               f"__syncthreads: {int((got != want).sum())} of {x.size} elements wrong")
     try:

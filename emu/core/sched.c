@@ -174,6 +174,8 @@ static size_t g_nshared, g_shared_cap;
 
 /* ---- fault / watchdog capture ----------------------------------------------------------- */
 static sigjmp_buf g_jb;
+static char g_abort_msg[4096];
+static int g_abort_err, g_abort_sticky;
 static volatile sig_atomic_t g_jb_armed;
 static volatile int g_fault_sig, g_fault_code, g_fault_write;
 static void *volatile g_fault_addr, *volatile g_fault_pc;
@@ -434,6 +436,7 @@ static void barrier_arrive(const char *file, int line, int pred)
     if (g_at_bar == g_live && !g_bar_mismatch && g_live == g_n) {
         for (int i = 0; i < g_n; i++)
             if (STARTED(&g_th[i]) && g_th[i].state == T_BAR) g_th[i].state = T_RUN;
+        cuemu_access_barrier();
         g_bar_last_count = g_bar_count;
         g_bar_last_n = g_at_bar;
         g_at_bar = 0;
@@ -506,6 +509,7 @@ static void warp_complete(cwarp *w, unsigned warp, unsigned m)
         if (u->state == T_WARP) u->state = T_RUN;
     }
     w->arrived &= ~m;
+    cuemu_access_warp_sync(warp);
 }
 
 /* A lane exited: rendezvous that named it can complete without it (with a warning). */
@@ -579,8 +583,11 @@ unsigned cuemu_activemask(void)
     return w->exists & ~w->exited;
 }
 
-void cuemu_shared_register(void *p, size_t n)
+void cuemu_shared_register(void *p, size_t n) { cuemu_shared_register_named(p, n, NULL); }
+
+void cuemu_shared_register_named(void *p, size_t n, const char *name)
 {
+    cuemu_access_shared_var(p, n, name);
     for (size_t i = 0; i < g_nshared; i++)
         if (g_shared[i].p == p) return;
     if (g_nshared == g_shared_cap) {
@@ -599,6 +606,7 @@ void cuemu_shared_register(void *p, size_t n)
 void *cuemu_dyn_smem(const char *name)
 {
     g_dsm_name = name;
+    cuemu_access_dyn_name(name);
     if (!g_dsm_base) {
         /* outside a launch (a namespace-scope extern __shared__ initialised at load time):
            hand out the guard page so that any use faults with a clear report */
@@ -742,6 +750,27 @@ static void report_deadlock(void)
     cuemu_diag("%s", msg);
 }
 
+/* 1 (load) or 2 (store) if the instruction at pc is an aligned 16-byte SSE move (movaps,
+   movapd, movdqa), which faults on an address that is not a multiple of 16; else 0. */
+static int aligned_sse(const void *pc)
+{
+#if defined(__x86_64__)
+    const unsigned char *p = (const unsigned char *)pc;
+    if (!p) return 0;
+    int opsize = 0;
+    for (int i = 0; i < 4 && (p[0] == 0x66 || (p[0] & 0xF0) == 0x40); i++, p++)
+        if (p[0] == 0x66) opsize = 1;
+    if (p[0] != 0x0F) return 0;
+    if (p[1] == 0x28) return 1;                  /* movaps / movapd xmm, m128 */
+    if (p[1] == 0x29) return 2;                  /* movaps / movapd m128, xmm */
+    if (opsize && p[1] == 0x6F) return 1;        /* movdqa xmm, m128 */
+    if (opsize && p[1] == 0x7F) return 2;        /* movdqa m128, xmm */
+#else
+    (void)pc;
+#endif
+    return 0;
+}
+
 static int report_fault(void)
 {
     char msg[4096], where[1024];
@@ -763,7 +792,16 @@ static int report_fault(void)
     case 0: what = "watchdog"; break;
     }
 
-    if (g_fault_sig == SIGSEGV || g_fault_sig == SIGBUS) {
+    int vec = (g_fault_sig == SIGSEGV && g_fault_code == SI_KERNEL && !addr) ? aligned_sse(g_fault_pc) : 0;
+    if (vec) {
+        /* a general-protection fault of an aligned SSE move: the compiler used it because the
+           type (float4, double2, int4...) is 16-byte aligned, and the address is not */
+        err = 716;   /* cudaErrorMisalignedAddress */
+        sb_add(&b, "misaligned 16-byte %s in kernel %s, ", vec == 1 ? "read" : "write", g_desc->kernel);
+        if (t) thread_desc(&b, t);
+        sb_add(&b, " at %s: a 16-byte vector type (float4, int4, double2...) at an address that is "
+               "not a multiple of 16 -> cudaErrorMisalignedAddress", where);
+    } else if (g_fault_sig == SIGSEGV || g_fault_sig == SIGBUS) {
         cuemu_alloc_info ai;
         long long off = 0;
         char *a = (char *)addr;
@@ -841,8 +879,30 @@ static int report_fault(void)
     return err;
 }
 
+void cuemu_locate_pc(void *pc, char *out, size_t n)
+{
+    void *f[1] = { (char *)pc - 1 };
+    locate(f, 1, out, n);
+}
+
 /* ---- signals ---------------------------------------------------------------------------- */
 static int g_wd_sig;
+
+void cuemu_launch_abort(int err, int sticky, const char *msg)
+{
+    snprintf(g_abort_msg, sizeof g_abort_msg, "%s", msg);
+    g_abort_err = err;
+    g_abort_sticky = sticky;
+    g_jb_armed = 0;
+    g_fault_thread = (cthread *)cuemu_cur;
+#ifdef CUEMU_ASAN
+    __sanitizer_start_switch_fiber(NULL, g_asan_main_bottom, g_asan_main_size);
+#endif
+#ifdef CUEMU_TSAN
+    __tsan_switch_to_fiber(g_sched_fiber, 1);
+#endif
+    siglongjmp(g_jb, 1);
+}
 
 static void on_signal(int sig, siginfo_t *si, void *ucv)
 {
@@ -1108,6 +1168,7 @@ int cuemu_launch_run(const cuemu_launch_desc *d)
     }
     cuemu_block_dim = d->block;
     cuemu_grid_dim = d->grid;
+    cuemu_access_launch(d, g_dsm_base, g_dsm_size, NULL);
     for (int i = 0; i < g_n; i++) {
         cthread *t = &g_th[i];
         unsigned bx = d->block.x, by = d->block.y;
@@ -1158,8 +1219,16 @@ int cuemu_launch_run(const cuemu_launch_desc *d)
             g_jb_armed = 0;
             g_fault_block = cuemu_block_idx;
             cuemu_cur = NULL;
-            err = report_fault();
-            cuemu_set_sticky_error(err);
+            int sticky = 1;
+            if (g_abort_err) {
+                cuemu_diag("%s", g_abort_msg);
+                err = g_abort_err;
+                sticky = g_abort_sticky;
+                g_abort_err = 0;
+            } else
+                err = report_fault();
+            if (sticky) cuemu_set_sticky_error(err);
+            else cuemu_set_last_error(err);
             free(perm);
             goto out;
         }
@@ -1181,6 +1250,7 @@ int cuemu_launch_run(const cuemu_launch_desc *d)
 #ifdef CUEMU_TSAN
             __tsan_release(&g_tsan_launch);          /* the poisoning precedes the block */
 #endif
+            cuemu_access_block();
             int stuck = run_block();
 #ifdef CUEMU_TSAN
             __tsan_acquire(&g_tsan_block[k & 1]);    /* and follows the previous one */

@@ -4,9 +4,11 @@
  * with CUDA 13.0's names, signatures and numeric values, so the same .cu file compiles with
  * nvcc and with the host compiler. Force-included into every emulated compile.
  *
- * Everything the runtime does happens synchronously, at the moment of the call: a stream is
- * trivially in order, an "Async" call has finished when it returns, and an event's timestamp
- * is the host clock at cudaEventRecord.
+ * Asynchronous work (kernels, async copies and sets, event records, host functions,
+ * cudaFreeAsync) is queued per stream and runs only when the program must see its effect
+ * (a synchronisation or a call CUDA documents as blocking), in an order that respects streams
+ * and events but is otherwise adversarial: see emu/runtime/stream.c and docs/no-gpu.md.
+ * An event's timestamp is the host clock when the emulator runs its record.
  *
  * The part up to the C++ section is plain C (the runtime in emu/runtime/ is written in C).
  * Allocating calls are macros that add the caller's __FILE__/__LINE__, so a fault report can
@@ -731,6 +733,12 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventQuery(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t end);
 cudaError_t cudaEventDestroy(cudaEvent_t event);
+#define CUDART_CB
+typedef void (CUDART_CB *cudaHostFn_t)(void *userData);
+typedef void (CUDART_CB *cudaStreamCallback_t)(cudaStream_t stream, cudaError_t status, void *userData);
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData);
+cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback, void *userData,
+                                  unsigned int flags);
 
 /* functions */
 cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value);
@@ -765,6 +773,17 @@ cudaError_t cuemu_memcpyFromSymbol(void *dst, const void *symbol, size_t symbolS
                                    size_t count, size_t offset, enum cudaMemcpyKind kind,
                                    cudaStream_t stream);
 cudaError_t cuemu_getSymbolAddress(void **devPtr, const void *symbol, size_t symbolSize);
+
+/* The call site of the next queued operation (set by the macros below, consumed by it). */
+void cuemu_site(const char *file, int line);
+
+/* The stream of every queued operation, in issue order, for tests (ctypes): up to max
+   entries since the last cuemuStreamLogClear into stream_ids (0: the legacy default stream,
+   -1: cudaStreamPerThread, 1, 2, ...: streams in creation order) and kinds (1 kernel,
+   2 copy, 3 set, 4 event record, 5 host function, 6 cudaMallocAsync, 7 cudaFreeAsync,
+   8 cudaStreamWaitEvent); returns how many were logged (may exceed max). */
+int  cuemuStreamLog(long long *stream_ids, int *kinds, int max);
+void cuemuStreamLogClear(void);
 
 /* Python (ctypes) reads the emulator's diagnostics through these two. */
 const char *cuemuLastDiagnostic(void);
@@ -885,6 +904,18 @@ template <class T> static inline cudaError_t cuemu_mallocFromPoolAsync_at(const 
 #define cudaHostAlloc(...)           cuemu_hostAlloc_at(__FILE__, __LINE__, __VA_ARGS__)
 #define cudaMallocAsync(...)         cuemu_mallocAsync_at(__FILE__, __LINE__, __VA_ARGS__)
 #define cudaMallocFromPoolAsync(...) cuemu_mallocFromPoolAsync_at(__FILE__, __LINE__, __VA_ARGS__)
+/* Queued operations remember where they were issued, for race and stale-read reports. */
+#define cudaMemcpy(...)              (cuemu_site(__FILE__, __LINE__), cudaMemcpy(__VA_ARGS__))
+#define cudaMemcpyAsync(...)         (cuemu_site(__FILE__, __LINE__), cudaMemcpyAsync(__VA_ARGS__))
+#define cudaMemcpy2D(...)            (cuemu_site(__FILE__, __LINE__), cudaMemcpy2D(__VA_ARGS__))
+#define cudaMemcpy2DAsync(...)       (cuemu_site(__FILE__, __LINE__), cudaMemcpy2DAsync(__VA_ARGS__))
+#define cudaMemset(...)              (cuemu_site(__FILE__, __LINE__), cudaMemset(__VA_ARGS__))
+#define cudaMemsetAsync(...)         (cuemu_site(__FILE__, __LINE__), cudaMemsetAsync(__VA_ARGS__))
+#define cudaMemset2D(...)            (cuemu_site(__FILE__, __LINE__), cudaMemset2D(__VA_ARGS__))
+#define cudaEventRecord(...)         (cuemu_site(__FILE__, __LINE__), cudaEventRecord(__VA_ARGS__))
+#define cudaLaunchHostFunc(...)      (cuemu_site(__FILE__, __LINE__), cudaLaunchHostFunc(__VA_ARGS__))
+#define cudaFreeAsync(...)           (cuemu_site(__FILE__, __LINE__), cudaFreeAsync(__VA_ARGS__))
+#define cudaStreamWaitEvent(...)     (cuemu_site(__FILE__, __LINE__), cudaStreamWaitEvent(__VA_ARGS__))
 #endif
 
 #if defined(__cplusplus) && defined(__has_include)

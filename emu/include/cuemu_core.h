@@ -37,7 +37,7 @@ extern CUEMU_HIDDEN cuemu_thread_pub *cuemu_cur;          /* NULL outside a kern
 extern CUEMU_HIDDEN struct uint3 cuemu_block_idx, cuemu_block_dim, cuemu_grid_dim;
 
 /* One launch, as the launch template hands it over. */
-typedef struct cuemu_launch_desc {
+struct cuemu_launch_desc {
     const char *kernel;        /* the kernel expression as written at the launch */
     const char *file;          /* launch site */
     int         line;
@@ -47,7 +47,14 @@ typedef struct cuemu_launch_desc {
     void       *stream;
     void      (*body)(void *ctx);   /* runs one thread's kernel body */
     void       *ctx;
-} cuemu_launch_desc;
+    void      (*ctx_free)(void *ctx);   /* releases ctx once the queued launch has run */
+    /* the kernel's pointer arguments, for the stream race check: written = the pointee is
+       not const (the kernel may write it) */
+    int         nptr;
+    const void *ptr[16];
+    unsigned char ptr_written[16];
+};
+typedef struct cuemu_launch_desc cuemu_launch_desc;
 
 /* Sticky error and launch-configuration checks; 0 = go ahead, else the error (recorded). */
 int  cuemu_launch_prepare(const cuemu_launch_desc *d);
@@ -57,6 +64,9 @@ int  cuemu_check_kernel_pointer(const cuemu_launch_desc *d, int index, const voi
 void cuemu_launch_refuse(const cuemu_launch_desc *d);
 /* Runs every block; returns 0 or the error that stopped it (already recorded). */
 int  cuemu_launch_run(const cuemu_launch_desc *d);
+/* Queues the launch on d->stream (the runtime owns the queues); the queue runs it with
+   cuemu_launch_run and then calls d->ctx_free(d->ctx). */
+void cuemu_launch_enqueue(const cuemu_launch_desc *d);
 
 /* ---- device-side operations (called only from inside a kernel) ------------------------ */
 void cuemu_syncthreads(const char *file, int line);
@@ -77,6 +87,9 @@ void     cuemu_yield(void);
 /* A static __shared__ variable, registered the first time a thread passes its declaration:
    poisoned now and before every later block. */
 void cuemu_shared_register(void *p, size_t n);
+void cuemu_shared_register_named(void *p, size_t n, const char *name);
+/* > 0 while an atomic runs: its accesses are not races */
+extern CUEMU_HIDDEN int cuemu_atomic_depth;
 
 /* Base of this launch's dynamic shared memory; name is the extern __shared__ variable. */
 void *cuemu_dyn_smem(const char *name);

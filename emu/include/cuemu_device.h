@@ -160,12 +160,19 @@ extern "C" void __tsan_release(void *addr);
 #define CUEMU_TSAN_ACQ(p) ((void)0)
 #define CUEMU_TSAN_REL(p) ((void)0)
 #endif
+/* The access checks (emu/core/access.c) see atomics' loads and stores too; the depth counter
+   tells them apart, and the empty asm keeps the optimiser from folding its ++ and --. */
+#define CUEMU_ACCESS_FENCE() __asm__ __volatile__("" ::: "memory")
 #define CUEMU_ATOMIC(NAME, T, EXPR)                                                      \
     static inline T NAME(T *address, T val)                                              \
     {                                                                                    \
         CUEMU_TSAN_ACQ(address);                                                         \
+        cuemu_atomic_depth++;                                                            \
+        CUEMU_ACCESS_FENCE();                                                            \
         T old = *address;                                                                \
         *address = (EXPR);                                                               \
+        CUEMU_ACCESS_FENCE();                                                            \
+        cuemu_atomic_depth--;                                                            \
         CUEMU_TSAN_REL(address);                                                         \
         return old;                                                                      \
     }
@@ -203,8 +210,10 @@ CUEMU_ATOMIC(atomicDec, unsigned int, (old == 0u || old > val) ? val : old - 1u)
 #undef CUEMU_ATOMIC
 #define CUEMU_CAS(T) \
     static inline T atomicCAS(T *address, T compare, T val) \
-    { CUEMU_TSAN_ACQ(address); T old = *address; if (old == compare) *address = val;   \
-      CUEMU_TSAN_REL(address); return old; }
+    { CUEMU_TSAN_ACQ(address); cuemu_atomic_depth++; CUEMU_ACCESS_FENCE();              \
+      T old = *address;                                                                  \
+      if (old == compare) *address = val;                                                \
+      CUEMU_ACCESS_FENCE(); cuemu_atomic_depth--; CUEMU_TSAN_REL(address); return old; }
 CUEMU_CAS(int)
 CUEMU_CAS(unsigned int)
 CUEMU_CAS(unsigned long long)
@@ -320,6 +329,7 @@ static inline long long clock64()
 namespace cuemu {
 struct shared_reg {
     shared_reg(void *p, size_t n) { cuemu_shared_register(p, n); }
+    shared_reg(void *p, size_t n, const char *name) { cuemu_shared_register_named(p, n, name); }
 };
 }  // namespace cuemu
 
@@ -359,21 +369,33 @@ struct cfg {
         : grid(g), block(b), smem(s), stream(st) {}
 };
 
-template <class Body, class Tup> struct launch_ctx { Body *body; Tup *args; };
+/* What a queued launch keeps until it runs: the kernel body and the copied arguments. */
+template <class Body, class Tup> struct launch_ctx {
+    Body body;
+    Tup args;
+};
 template <class Body, class Tup> static void run_thread(void *p)
 {
     launch_ctx<Body, Tup> *c = static_cast<launch_ctx<Body, Tup> *>(p);
     /* the kernel's by-value parameters are this thread's own copies (kernels cannot take
        references), so the shared argument tuple is never written */
-    std::apply(*c->body, *c->args);
+    std::apply(c->body, c->args);
+}
+template <class Body, class Tup> static void free_ctx(void *p)
+{
+    delete static_cast<launch_ctx<Body, Tup> *>(p);
 }
 
-template <class T> static inline int check_arg(const cuemu_launch_desc *d, int i, const T &v)
+template <class T> static inline int check_arg(cuemu_launch_desc *d, int i, const T &v)
 {
     if constexpr (std::is_pointer<T>::value && !std::is_function<
-                      typename std::remove_pointer<T>::type>::value)
+                      typename std::remove_pointer<T>::type>::value) {
+        if (v && d->nptr < 16) {
+            d->ptr[d->nptr] = (const void *)v;
+            d->ptr_written[d->nptr++] = !std::is_const<typename std::remove_pointer<T>::type>::value;
+        }
         return cuemu_check_kernel_pointer(d, i, (const void *)v);
-    else
+    } else
         return 0;
 }
 
@@ -392,19 +414,21 @@ static inline void launch(const cfg &c, const char *name, const char *file, int 
     d.dsmem = c.smem;
     d.stream = (void *)c.stream;
     if (cuemu_launch_prepare(&d) != 0) return;
-    /* arguments are copied at the launch, as CUDA does */
+    /* arguments are copied at the launch, as CUDA does; the copy lives until the queued
+       launch has run */
     typedef std::tuple<typename std::decay<A>::type...> Tup;
-    Tup args(std::forward<A>(a)...);
+    launch_ctx<Body, Tup> *ctx = new launch_ctx<Body, Tup>{body, Tup(std::forward<A>(a)...)};
     int bad = 0, i = 0;
-    std::apply([&](const auto &...v) { ((bad |= check_arg(&d, i++, v)), ...); }, args);
+    std::apply([&](const auto &...v) { ((bad |= check_arg(&d, i++, v)), ...); }, ctx->args);
     if (bad) {
+        delete ctx;
         cuemu_launch_refuse(&d);
         return;
     }
-    launch_ctx<Body, Tup> ctx{&body, &args};
     d.body = &run_thread<Body, Tup>;
-    d.ctx = &ctx;
-    (void)cuemu_launch_run(&d);
+    d.ctx = ctx;
+    d.ctx_free = &free_ctx<Body, Tup>;
+    cuemu_launch_enqueue(&d);
 }
 }  // namespace cuemu
 

@@ -75,6 +75,27 @@ size_t cuemu_shared_mem_per_block_optin(void);            /* 227 KiB */
    cudaFuncAttributeMaxDynamicSharedMemorySize, n). */
 size_t cuemu_func_max_dynamic_smem(const void *func);
 
+/* ---- the access hooks (emu/core/access.c; see its header comment) --------------------- */
+struct cuemu_launch_desc;
+void cuemu_access_launch(const struct cuemu_launch_desc *d, void *dyn, size_t dyn_size,
+                         const char *dyn_name);
+void cuemu_access_dyn_name(const char *name);
+void cuemu_access_block(void);
+void cuemu_access_barrier(void);
+void cuemu_access_warp_sync(unsigned warp);
+void cuemu_access_shared_var(void *p, size_t n, const char *name);
+void cuemu_access_forget(const void *lo, const void *hi);
+int  cuemuNoAccess(void *p, size_t n, void *buf, size_t buf_n, int on);
+/* Called for every access a kernel thread makes, once the checks passed (NULL: nobody). */
+extern void (*cuemu_access_observer)(const void *addr, unsigned size, int write, void *pc);
+/* The core's side: "file:line" of a code address; stop the running launch with err (the
+   message is reported as the launch's diagnostic; sticky: until cudaDeviceReset, else the
+   launch's own error, returned once by the synchronisation that ran it). */
+void cuemu_locate_pc(void *pc, char *out, size_t n);
+void cuemu_launch_abort(int err, int sticky, const char *msg) __attribute__((noreturn));
+/* The error of a queued launch that failed without a sticky fault (0: none); cleared. */
+int  cuemu_take_async_error(void);
+
 /* ---- core hooks the runtime calls ---------------------------------------------------- */
 void cuemu_core_reset(void);   /* from cudaDeviceReset: drop per-device core state */
 

@@ -381,8 +381,9 @@ static size_t rewrite_static_shared(size_t sh)
         while (nb > start && is_id(src[nb - 1])) nb--;
         if (nb < ne) {
             fprintf(out, " static ::cuemu::shared_reg cuemu_shared_reg_%.*s_%d("
-                    "__builtin_addressof(%.*s), sizeof(%.*s));", (int)(ne - nb), src + nb,
-                    line_of(sh), (int)(ne - nb), src + nb, (int)(ne - nb), src + nb);
+                    "__builtin_addressof(%.*s), sizeof(%.*s), \"%.*s\");", (int)(ne - nb), src + nb,
+                    line_of(sh), (int)(ne - nb), src + nb, (int)(ne - nb), src + nb,
+                    (int)(ne - nb), src + nb);
         }
         start = end + 1;
     }

@@ -5,6 +5,7 @@
  * the stored matrix are CUBLAS_STATUS_INVALID_VALUE. Accumulates in float, like cuBLAS FP32.
  */
 #include <cublas_v2.h>
+#include "rt_internal.h"
 #include <stdlib.h>
 
 struct cuemu_cublas_context {
@@ -97,6 +98,8 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
 {
     int a_rows = transa == CUBLAS_OP_N ? m : k;
     int b_rows = transb == CUBLAS_OP_N ? k : n;
+    /* computed at the call, so everything queued before it (its inputs) runs first */
+    rt_drain_all();
     if (!handle)
         return CUBLAS_STATUS_NOT_INITIALIZED;
     if (m < 0 || n < 0 || k < 0 || lda < (a_rows > 1 ? a_rows : 1) ||

@@ -399,12 +399,15 @@ cudaError_t rt_sync_point(const char *what)
     rt_check_all_slack(what);
     rt_pools_release_to_threshold();
     int sticky = cuemu_sticky_error();
-    return sticky ? rt_err((cudaError_t)sticky) : cudaSuccess;
+    if (sticky) return rt_err((cudaError_t)sticky);
+    int e = cuemu_take_async_error();
+    return e ? rt_err((cudaError_t)e) : cudaSuccess;
 }
 
 cudaError_t (cudaDeviceSynchronize)(void)
 {
     RT_ENTER();
+    rt_drain_all();
     return rt_sync_point("cudaDeviceSynchronize");
 }
 
@@ -414,6 +417,7 @@ extern void cuemu_core_reset(void) __attribute__((weak));
 cudaError_t (cudaDeviceReset)(void)
 {
     if (cuemu_core_reset) cuemu_core_reset();
+    rt_queue_reset();
     rt_lock();
     rt_pools_reset();
     rt_memory_reset();

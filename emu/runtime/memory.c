@@ -183,6 +183,13 @@ void rt_registry_remove(rt_block *b)
     rt_unlock();
 }
 
+void rt_registry_clear_accesses(void)
+{
+    rt_lock();
+    for (size_t i = 0; i < reg_n; i++) reg[i]->nacc_list = 0, reg[i]->acc_maxlen = 0;
+    rt_unlock();
+}
+
 /* ---- mapping ------------------------------------------------------------------------------ */
 static unsigned char canary_ref[65536];
 
@@ -352,7 +359,7 @@ static long first_bad(const char *p, size_t n)
 
 int rt_block_check_slack(rt_block *b, const char *when)
 {
-    if (!b->data || b->slack_reported) return 0;
+    if (!b || !b->data || b->slack_reported || rt_block_protected(b)) return 0;
     canary_init();
     char *end = b->data + b->data_len;
     char *front = b->base - FRONT_CHECK < b->data ? b->data : b->base - FRONT_CHECK;
@@ -538,10 +545,15 @@ cudaError_t (cudaMallocHost)(void **ptr, size_t size) { return cuemu_hostAlloc_a
 
 /* ---- freeing -------------------------------------------------------------------------------- */
 static void managed_forget(rt_block *b);
+extern void cuemu_access_forget(const void *lo, const void *hi) __attribute__((weak));
 
 static void release_block(rt_block *b)
 {
     managed_forget(b);
+    if (cuemu_access_forget) cuemu_access_forget(b->base, b->base + b->size);
+    free(b->acc_list);
+    b->acc_list = NULL;
+    b->nacc_list = b->cap_acc_list = 0;
     rt_registry_remove(b);
     rt_unaccount(b->accounted);
     rt_freed_push(b, 1);
@@ -565,21 +577,20 @@ static cudaError_t bad_free(const char *api, void *p, const char *wants)
     return cudaErrorInvalidValue;
 }
 
-cudaError_t (cudaFree)(void *devPtr)
+cudaError_t rt_free_device_now(void *devPtr, const char *api)
 {
-    /* A dead context still lets the program clean up: free, then report the fault. */
     int sticky = cuemu_sticky_error();
     if (!devPtr) return sticky ? rt_err((cudaError_t)sticky) : cudaSuccess;
     rt_lock();
     rt_block *b = rt_registry_find(devPtr);
     if (!b || b->base != (char *)devPtr ||
         (b->kind != CUEMU_MEM_DEVICE && b->kind != CUEMU_MEM_MANAGED)) {
-        cudaError_t e = bad_free("cudaFree", devPtr, "cudaMalloc, cudaMallocPitch, cudaMallocManaged "
+        cudaError_t e = bad_free(api, devPtr, "cudaMalloc, cudaMallocPitch, cudaMallocManaged "
                                  "or cudaMallocAsync");
         rt_unlock();
         return rt_err(sticky ? (cudaError_t)sticky : e);
     }
-    rt_block_check_slack(b, "cudaFree");
+    rt_block_check_slack(b, api);
     if (b->pool) rt_pool_return(b);
     else release_block(b);
     rt_unlock();
@@ -587,8 +598,17 @@ cudaError_t (cudaFree)(void *devPtr)
     return sticky ? rt_err((cudaError_t)sticky) : cudaSuccess;
 }
 
+/* cudaFree waits for the device (queued work may still use the memory); a dead context still
+   lets the program clean up: free, then report the fault. */
+cudaError_t (cudaFree)(void *devPtr)
+{
+    if (devPtr) rt_drain_all();
+    return rt_free_device_now(devPtr, "cudaFree");
+}
+
 cudaError_t (cudaFreeHost)(void *ptr)
 {
+    if (ptr) rt_drain_all();   /* queued copies may still use it */
     int sticky = cuemu_sticky_error();
     if (!ptr) return sticky ? rt_err((cudaError_t)sticky) : cudaSuccess;
     rt_lock();
@@ -648,12 +668,14 @@ cudaError_t (cudaHostRegister)(void *ptr, size_t size, unsigned int flags)
 cudaError_t (cudaHostUnregister)(void *ptr)
 {
     RT_ENTER();
+    rt_drain_all();   /* queued copies may still use it */
     rt_lock();
     rt_block *b = ptr ? rt_registry_find(ptr) : NULL;
     if (!b || b->base != (char *)ptr || b->kind != CUEMU_MEM_HOST_REGISTERED) {
         rt_unlock();
         return rt_err(cudaErrorHostMemoryNotRegistered);
     }
+    free(b->acc_list);
     rt_registry_remove(b);
     free(b);
     rt_unlock();
@@ -762,7 +784,8 @@ static void report_kind(const char *api, enum cudaMemcpyKind kind, const char *r
    unified addressing CUDA knows where each pointer lives, so a kind that contradicts it is
    cudaErrorInvalidValue. */
 static cudaError_t check_copy(void *dst, size_t dspan, const void *src, size_t sspan,
-                              enum cudaMemcpyKind kind, const char *api)
+                              enum cudaMemcpyKind kind, const char *api, enum rt_loc *dlp,
+                              enum rt_loc *slp)
 {
     enum rt_loc dl = RT_LOC_HOST, sl = RT_LOC_HOST;
     if ((unsigned)kind > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
@@ -777,27 +800,69 @@ static cudaError_t check_copy(void *dst, size_t dspan, const void *src, size_t s
         report_kind(api, kind, "destination", dst, dl);
         return cudaErrorInvalidValue;
     }
+    *dlp = dl;
+    *slp = sl;
     return cudaSuccess;
 }
 
-static cudaError_t do_memcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-                             const char *api)
+/* Queues a (2D) copy on stream, as CUDA's "API synchronization behavior" describes:
+   blocking (cudaMemcpy*):
+     - pageable host to device: "a stream sync is performed before the copy is initiated. The
+       function will return once the pageable buffer has been copied to the staging memory",
+       the copy itself may still be queued;
+     - pinned host to device: "synchronous with respect to the host";
+     - device to host: "returns only once the copy has completed";
+     - device to device: "no host-side synchronization is performed";
+     - host to host: "fully synchronous with respect to the host".
+   asynchronous (cudaMemcpy*Async): queued; a pageable source is staged at the call (so it may be
+     reused on return), and a pageable destination is written before the call returns ("might
+     be synchronous"; the emulator takes the side that never writes a host buffer the program
+     may already have freed). */
+static cudaError_t queue_copy(void *dst, size_t dpitch, const void *src, size_t spitch,
+                              size_t width, size_t height, enum cudaMemcpyKind kind,
+                              cudaStream_t stream, int blocking, const char *api)
 {
     if ((unsigned)kind > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
-    if (count == 0) return cudaSuccess;
-    cudaError_t e = check_copy(dst, count, src, count, kind, api);
-    if (e == cudaSuccess) memmove(dst, src, count);
-    return e;
+    if (width == 0 || height == 0) return cudaSuccess;
+    size_t dspan = dpitch * (height - 1) + width, sspan = spitch * (height - 1) + width;
+    enum rt_loc dl, sl;
+    cudaError_t e = check_copy(dst, dspan, src, sspan, kind, api, &dl, &sl);
+    if (e != cudaSuccess) return e;
+    rt_op *op = rt_op_new(RT_OP_COPY, api);
+    if (!op) return cudaErrorMemoryAllocation;
+    rt_op_copy(op, dst, dpitch, src, spitch, width, height, 0, dl != RT_LOC_HOST, sl != RT_LOC_HOST);
+    rt_lock();
+    if (dl != RT_LOC_HOST) rt_op_access(op, dst, dspan, 1);
+    if (sl != RT_LOC_HOST) rt_op_access(op, src, sspan, 0);
+    rt_unlock();
+    int now;
+    if (dl == RT_LOC_HOST) {
+        now = 1;
+    } else if (sl == RT_LOC_HOST) {
+        if (blocking) rt_drain_stream(stream);
+        if (rt_op_stage(op) != 0) { rt_op_free_ptr(op, NULL); return cudaErrorMemoryAllocation; }
+        now = 0;
+    } else {
+        now = blocking && !(dl == RT_LOC_DEVICE && sl == RT_LOC_DEVICE);
+    }
+    return rt_submit(op, stream, now);
+}
+
+/* The checks a synchronising copy makes after it ran: a canary hit by an earlier kernel. */
+static cudaError_t after_blocking(const char *api)
+{
+    rt_check_all_slack(api);
+    if (cuemu_sticky_error()) return rt_err((cudaError_t)cuemu_sticky_error());
+    int e = cuemu_take_async_error();
+    return e ? rt_err((cudaError_t)e) : cudaSuccess;
 }
 
 cudaError_t (cudaMemcpy)(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
     RT_ENTER();
-    cudaError_t e = do_memcpy(dst, src, count, kind, "cudaMemcpy");
+    cudaError_t e = queue_copy(dst, count, src, count, count, 1, kind, 0, 1, "cudaMemcpy");
     if (e != cudaSuccess) return rt_err(e);
-    /* cudaMemcpy waits for the device, so it is where a GPU reports an earlier fault. */
-    rt_check_all_slack("cudaMemcpy");
-    return cuemu_sticky_error() ? rt_err((cudaError_t)cuemu_sticky_error()) : cudaSuccess;
+    return after_blocking("cudaMemcpy");
 }
 
 cudaError_t (cudaMemcpyAsync)(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
@@ -805,11 +870,11 @@ cudaError_t (cudaMemcpyAsync)(void *dst, const void *src, size_t count, enum cud
 {
     RT_ENTER();
     if (!rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
-    return rt_err(do_memcpy(dst, src, count, kind, "cudaMemcpyAsync"));
+    return rt_err(queue_copy(dst, count, src, count, count, 1, kind, stream, 0, "cudaMemcpyAsync"));
 }
 
-static cudaError_t do_memcpy2d(void *dst, size_t dpitch, const void *src, size_t spitch,
-                               size_t width, size_t height, enum cudaMemcpyKind kind, const char *api)
+static cudaError_t check_2d(size_t dpitch, size_t spitch, size_t width, size_t height,
+                            enum cudaMemcpyKind kind)
 {
     if ((unsigned)kind > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
     if (width == 0 || height == 0) return cudaSuccess;
@@ -817,11 +882,6 @@ static cudaError_t do_memcpy2d(void *dst, size_t dpitch, const void *src, size_t
         return cudaErrorInvalidPitchValue;
     if (height - 1 > (SIZE_MAX - width) / dpitch || height - 1 > (SIZE_MAX - width) / spitch)
         return cudaErrorInvalidValue;
-    size_t dspan = dpitch * (height - 1) + width, sspan = spitch * (height - 1) + width;
-    cudaError_t e = check_copy(dst, dspan, src, sspan, kind, api);
-    if (e != cudaSuccess) return e;
-    for (size_t r = 0; r < height; r++)
-        memmove((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
     return cudaSuccess;
 }
 
@@ -829,10 +889,11 @@ cudaError_t (cudaMemcpy2D)(void *dst, size_t dpitch, const void *src, size_t spi
                            size_t height, enum cudaMemcpyKind kind)
 {
     RT_ENTER();
-    cudaError_t e = do_memcpy2d(dst, dpitch, src, spitch, width, height, kind, "cudaMemcpy2D");
+    cudaError_t e = check_2d(dpitch, spitch, width, height, kind);
+    if (e == cudaSuccess)
+        e = queue_copy(dst, dpitch, src, spitch, width, height, kind, 0, 1, "cudaMemcpy2D");
     if (e != cudaSuccess) return rt_err(e);
-    rt_check_all_slack("cudaMemcpy2D");
-    return cuemu_sticky_error() ? rt_err((cudaError_t)cuemu_sticky_error()) : cudaSuccess;
+    return after_blocking("cudaMemcpy2D");
 }
 
 cudaError_t (cudaMemcpy2DAsync)(void *dst, size_t dpitch, const void *src, size_t spitch,
@@ -841,34 +902,46 @@ cudaError_t (cudaMemcpy2DAsync)(void *dst, size_t dpitch, const void *src, size_
 {
     RT_ENTER();
     if (!rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
-    return rt_err(do_memcpy2d(dst, dpitch, src, spitch, width, height, kind, "cudaMemcpy2DAsync"));
+    cudaError_t e = check_2d(dpitch, spitch, width, height, kind);
+    if (e == cudaSuccess)
+        e = queue_copy(dst, dpitch, src, spitch, width, height, kind, stream, 0, "cudaMemcpy2DAsync");
+    return rt_err(e);
 }
 
-static cudaError_t do_memset(void *p, int value, size_t count, const char *api)
+/* CUDA: "The cudaMemset functions are asynchronous with respect to the host except when the
+   target memory is pinned host memory." */
+static cudaError_t queue_set(void *p, size_t pitch, int value, size_t width, size_t height,
+                             cudaStream_t stream, int blocking, const char *api)
 {
     enum rt_loc l;
-    if (count == 0) return cudaSuccess;
-    cudaError_t e = rt_classify(p, count, api, "destination", &l);
+    if (width == 0 || height == 0) return cudaSuccess;
+    size_t span = pitch * (height - 1) + width;
+    cudaError_t e = rt_classify(p, span, api, "destination", &l);
     if (e != cudaSuccess) return e;
     if (l == RT_LOC_HOST) {
         cuemu_diag("%s: %p is %s, not device memory", api, p, loc_name(l));
         return cudaErrorInvalidValue;
     }
-    memset(p, value, count);
-    return cudaSuccess;
+    rt_op *op = rt_op_new(RT_OP_SET, api);
+    if (!op) return cudaErrorMemoryAllocation;
+    rt_op_copy(op, p, pitch, NULL, 0, width, height, value, 1, 0);
+    rt_lock();
+    rt_op_access(op, p, span, 1);
+    rt_unlock();
+    return rt_submit(op, stream, blocking && l == RT_LOC_PINNED);
 }
 
 cudaError_t (cudaMemset)(void *devPtr, int value, size_t count)
 {
     RT_ENTER();
-    return rt_err(do_memset(devPtr, value, count, "cudaMemset"));
+    return rt_err(queue_set(devPtr, count, value, count, 1, 0, 1, "cudaMemset"));
 }
 
 cudaError_t (cudaMemsetAsync)(void *devPtr, int value, size_t count, cudaStream_t stream)
 {
     RT_ENTER();
     if (!rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
-    return rt_err(do_memset(devPtr, value, count, "cudaMemsetAsync"));
+    return rt_err(queue_set(devPtr, count, value, count, 1, stream, 0, "cudaMemsetAsync"));
 }
 
 cudaError_t (cudaMemset2D)(void *devPtr, size_t pitch, int value, size_t width, size_t height)
@@ -877,12 +950,7 @@ cudaError_t (cudaMemset2D)(void *devPtr, size_t pitch, int value, size_t width, 
     if (width == 0 || height == 0) return cudaSuccess;
     if (pitch < width || pitch > MAX_PITCH) return rt_err(cudaErrorInvalidPitchValue);
     if (height - 1 > (SIZE_MAX - width) / pitch) return rt_err(cudaErrorInvalidValue);
-    enum rt_loc l;
-    cudaError_t e = rt_classify(devPtr, pitch * (height - 1) + width, "cudaMemset2D", "destination", &l);
-    if (e == cudaSuccess && l == RT_LOC_HOST) e = cudaErrorInvalidValue;
-    if (e != cudaSuccess) return rt_err(e);
-    for (size_t r = 0; r < height; r++) memset((char *)devPtr + r * pitch, value, width);
-    return cudaSuccess;
+    return rt_err(queue_set(devPtr, pitch, value, width, height, 0, 1, "cudaMemset2D"));
 }
 
 /* ---- symbols: a __device__ variable is an ordinary global, its address is the symbol ----- */
@@ -896,6 +964,23 @@ static cudaError_t symbol_range(const void *symbol, size_t symbolSize, size_t co
         return cudaErrorInvalidValue;
     }
     return cudaSuccess;
+}
+
+/* A __device__ variable is read by queued kernels, so a copy to or from it is queued too
+   (in stream order); a copy with host memory on one side runs before the call returns, like
+   cudaMemcpy's, a pageable source being staged. */
+static cudaError_t symbol_copy(void *dst, const void *src, size_t count, int dst_dev, int src_dev,
+                               cudaStream_t stream, const char *api)
+{
+    rt_op *op = rt_op_new(RT_OP_COPY, api);
+    if (!op) return cudaErrorMemoryAllocation;
+    /* a symbol is not always registered: re-check only what the registry knows */
+    rt_op_copy(op, dst, count, src, count, count, 1, 0, 0, 0);
+    rt_lock();
+    if (dst_dev) rt_op_access(op, dst, count, 1);
+    if (src_dev) rt_op_access(op, src, count, 0);
+    rt_unlock();
+    return rt_submit(op, stream, 1);
 }
 
 cudaError_t cuemu_memcpyToSymbol(const void *symbol, size_t symbolSize, const void *src,
@@ -917,8 +1002,8 @@ cudaError_t cuemu_memcpyToSymbol(const void *symbol, size_t symbolSize, const vo
         e = cudaErrorInvalidValue;
     }
     if (e != cudaSuccess) return rt_err(e);
-    memmove((char *)symbol + offset, src, count);
-    return cudaSuccess;
+    return rt_err(symbol_copy((char *)symbol + offset, src, count, l != RT_LOC_HOST, 1, stream,
+                              "cudaMemcpyToSymbol"));
 }
 
 cudaError_t cuemu_memcpyFromSymbol(void *dst, const void *symbol, size_t symbolSize, size_t count,
@@ -940,8 +1025,8 @@ cudaError_t cuemu_memcpyFromSymbol(void *dst, const void *symbol, size_t symbolS
         e = cudaErrorInvalidValue;
     }
     if (e != cudaSuccess) return rt_err(e);
-    memmove(dst, (const char *)symbol + offset, count);
-    return cudaSuccess;
+    return rt_err(symbol_copy(dst, (const char *)symbol + offset, count, 1, l != RT_LOC_HOST, stream,
+                              "cudaMemcpyFromSymbol"));
 }
 
 cudaError_t (cudaMemcpyToSymbol)(const void *symbol, const void *src, size_t count, size_t offset,
@@ -1237,6 +1322,7 @@ void rt_memory_reset(void)
         rt_block *b = reg[i];
         if (b->data) munmap(b->ext, b->ext_len);
         free(b->pages);
+        free(b->acc_list);
         free(b);
     }
     reg_n = 0;

@@ -104,6 +104,8 @@ void rt_pool_return(rt_block *b)
 {
     rt_lock();
     rt_pool *p = b->pool;
+    b->nacc_list = 0;
+    b->acc_maxlen = 0;
     rt_registry_remove(b);
     p->used -= b->accounted;
     rt_freed_push(b, 0);
@@ -125,7 +127,8 @@ void rt_pools_release_to_threshold(void)
     rt_unlock();
 }
 
-static cudaError_t pool_alloc(rt_pool *p, void **out, size_t size, const char *file, int line)
+static cudaError_t pool_alloc(rt_pool *p, void **out, size_t size, const char *file, int line,
+                              cudaStream_t stream)
 {
     if (!out) return cudaErrorInvalidValue;
     if (size == 0) { *out = NULL; return cudaSuccess; }
@@ -138,6 +141,13 @@ static cudaError_t pool_alloc(rt_pool *p, void **out, size_t size, const char *f
             best = *l;
             best_link = l;
         }
+    /* memory freed earlier in the same stream may be reused by a later allocation in it */
+    if (!best && rt_reclaim_frees(stream, p, size))
+        for (rt_block **l = &p->free_list; *l; l = &(*l)->next_free)
+            if ((*l)->capacity >= size && (!best || (*l)->capacity < best->capacity)) {
+                best = *l;
+                best_link = l;
+            }
     if (best) {
         *best_link = best->next_free;
         best->next_free = NULL;
@@ -173,8 +183,9 @@ cudaError_t cuemu_mallocFromPoolAsync_at(const char *file, int line, void **ptr,
     if (!rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
     rt_lock();
     rt_pool *p = pool_get(memPool);
-    cudaError_t e = p ? pool_alloc(p, ptr, size, file, line) : cudaErrorInvalidValue;
+    cudaError_t e = p ? pool_alloc(p, ptr, size, file, line, stream) : cudaErrorInvalidValue;
     rt_unlock();
+    if (e == cudaSuccess) e = rt_submit(rt_op_new(RT_OP_ALLOC, "cudaMallocFromPoolAsync"), stream, 0);
     return rt_err(e);
 }
 
@@ -185,8 +196,9 @@ cudaError_t cuemu_mallocAsync_at(const char *file, int line, void **devPtr, size
     if (!rt_stream_valid(hStream)) return rt_err(cudaErrorInvalidResourceHandle);
     rt_lock();
     pools_init();
-    cudaError_t e = pool_alloc(current_pool, devPtr, size, file, line);
+    cudaError_t e = pool_alloc(current_pool, devPtr, size, file, line, hStream);
     rt_unlock();
+    if (e == cudaSuccess) e = rt_submit(rt_op_new(RT_OP_ALLOC, "cudaMallocAsync"), hStream, 0);
     return rt_err(e);
 }
 
@@ -201,12 +213,26 @@ cudaError_t (cudaMallocFromPoolAsync)(void **ptr, size_t size, cudaMemPool_t mem
     return cuemu_mallocFromPoolAsync_at(NULL, 0, ptr, size, memPool, stream);
 }
 
-/* CUDA lets cudaFreeAsync free cudaMalloc memory too (and cudaFree pool memory). */
+/* CUDA lets cudaFreeAsync free cudaMalloc memory too (and cudaFree pool memory). The free is
+   queued: the memory stays usable by work queued before it in the stream. */
 cudaError_t (cudaFreeAsync)(void *devPtr, cudaStream_t hStream)
 {
     RT_ENTER();
     if (!rt_stream_valid(hStream)) return rt_err(cudaErrorInvalidResourceHandle);
-    return (cudaFree)(devPtr);
+    if (!devPtr) return cudaSuccess;
+    rt_lock();
+    rt_block *b = rt_registry_find(devPtr);
+    int ok = b && b->base == (char *)devPtr &&
+             (b->kind == CUEMU_MEM_DEVICE || b->kind == CUEMU_MEM_MANAGED);
+    rt_unlock();
+    if (!ok) return rt_free_device_now(devPtr, "cudaFreeAsync");   /* reports what it is */
+    rt_op *op = rt_op_new(RT_OP_FREE, "cudaFreeAsync");
+    if (!op) return rt_err(cudaErrorMemoryAllocation);
+    rt_op_free_ptr(op, devPtr);
+    rt_lock();
+    rt_op_access(op, devPtr, b->size, 1);
+    rt_unlock();
+    return rt_err(rt_submit(op, hStream, 0));
 }
 
 /* ---- pools ------------------------------------------------------------------------------ */

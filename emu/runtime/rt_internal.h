@@ -52,6 +52,14 @@ struct rt_block {
     int            pref_type, pref_id, prefetch_type, prefetch_id;
     unsigned char *pages;       /* managed: each page's last prefetch location type (0: none) */
     rt_block      *next_free;   /* pool free list                                          */
+    /* queued work on this block (stream.c): pending writers/readers, the page protection
+       they put on pinned or managed memory, the latest pending op that touches it, and the
+       pending accesses the stream race check compares a new operation with */
+    int            pend_w, pend_r, prot, host_race_reported;
+    struct rt_op  *pend_op;
+    struct rt_acc_ref *acc_list;
+    int            nacc_list, cap_acc_list;
+    size_t         acc_maxlen;
 };
 
 size_t    rt_page(void);
@@ -99,6 +107,41 @@ void      rt_errors_reset(void);
 
 /* What every synchronising call does: verify allocations, let pools shrink to threshold. */
 cudaError_t rt_sync_point(const char *what);
+
+/* ---- the queue of asynchronous work (stream.c) ------------------------------------------- */
+enum rt_op_kind { RT_OP_KERNEL = 1, RT_OP_COPY, RT_OP_SET, RT_OP_EVENT, RT_OP_HOSTFN,
+                  RT_OP_ALLOC, RT_OP_FREE, RT_OP_WAIT };
+typedef struct rt_op rt_op;
+struct rt_acc_ref { rt_op *op; int idx; };
+/* A new operation for `api`, carrying the call site cuemu_site() recorded (if any). */
+rt_op      *rt_op_new(int kind, const char *api);
+/* A copy or set: rows of width bytes, pitches apart (height 1 for a linear one); src NULL
+   for a set (value). dst_dev / src_dev: the pointer lies in an allocation (re-checked when
+   the operation runs, so a cudaFreeAsync queued before it is caught). */
+void        rt_op_copy(rt_op *op, void *dst, size_t dpitch, const void *src, size_t spitch,
+                       size_t width, size_t height, int value, int dst_dev, int src_dev);
+/* Takes a copy of the source now (a pageable source may be reused when the call returns). */
+int         rt_op_stage(rt_op *op);
+void        rt_op_free_ptr(rt_op *op, void *p);
+/* Records that op reads (write 0) or writes [p, p+len) for the race check and the page
+   protection of pinned and managed memory; p outside every allocation is ignored. */
+void        rt_op_access(rt_op *op, const void *p, size_t len, int write);
+/* Queues op on stream (a valid handle); run_now: the call blocks until op has run (with
+   everything it depends on). Returns the error the caller should return. */
+cudaError_t rt_submit(rt_op *op, cudaStream_t stream, int run_now);
+/* Runs the work queued so far on stream (what a stream synchronisation would wait for). */
+void        rt_drain_stream(cudaStream_t stream);
+/* Runs every queued operation (cudaDeviceSynchronize, and calls that synchronise). */
+void        rt_drain_all(void);
+void        rt_queue_reset(void);
+/* Stream-ordered reuse: runs the work up to the latest cudaFreeAsync queued on stream of a
+   block of pool that can hold size bytes. 1 if there was one. */
+int         rt_reclaim_frees(cudaStream_t stream, const struct rt_pool *pool, size_t size);
+/* Forget every block's pending accesses (nothing is queued any more). */
+void        rt_registry_clear_accesses(void);
+int         rt_block_protected(const rt_block *b);
+/* Frees a device allocation now (cudaFree's work, without its synchronisation). */
+cudaError_t rt_free_device_now(void *devPtr, const char *api);
 
 /* Memory ranges for copies and sets. */
 enum rt_loc { RT_LOC_HOST = 0, RT_LOC_DEVICE, RT_LOC_MANAGED, RT_LOC_PINNED };

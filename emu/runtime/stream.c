@@ -1,28 +1,65 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * stream.c: streams, events and per-function attributes.
+ * stream.c: streams, events, the queue of asynchronous work, and per-function attributes.
  *
- * All work runs at the moment it is issued, so every stream is always idle: a query says
- * cudaSuccess, a synchronisation has nothing to wait for (it still checks allocations and
- * lets pools shrink, as a GPU's synchronisation does). An event's timestamp is the host's
- * monotonic clock when cudaEventRecord runs, so elapsed times measure the emulator, not a GPU.
+ * Asynchronous work is queued, not run: a kernel launch, an async copy or set, an event
+ * record, a host function and a cudaFreeAsync each become an operation on their stream's
+ * queue, and run only when the program must see their effect: a stream, event or device
+ * synchronisation, or a call CUDA documents as blocking (see memory.c). Until then their
+ * results are not there, as on a GPU that has not got to them yet, so a missing
+ * synchronisation reads stale data every time instead of right data by luck.
+ *
+ * Order: an operation runs after everything before it in its stream, after the record of
+ * any event its stream waits for, and with the legacy default stream's rule (work on stream 0
+ * waits for all earlier work on blocking streams, and they for it; cudaStreamNonBlocking
+ * streams are exempt). Among the operations that may run, CUEMU_STREAM_ORDER picks:
+ *   rr (default)   round robin over the streams, so work of different streams interleaves
+ *   fifo           issue order
+ *   reverse        the most recently issued first
+ *   random[:seed]  a seeded random choice
+ * A synchronisation runs only what it must wait for; everything else stays queued.
+ *
+ * What the emulator can know, it reports:
+ *   - two streams touching the same allocation (one writing) with nothing ordering them;
+ *   - a host access to pinned (cudaMallocHost) or managed memory that queued work will still
+ *     write (or, for a host write, read): the pages are protected while such work is queued,
+ *     and the fault is reported with the operation's call site and the host instruction.
+ * CUEMU_STREAM_RACES=error (default: the call that queues the second operation fails with
+ * cudaErrorIllegalState), warn, or off.
+ *
+ * An event's timestamp is the host clock when its record runs: elapsed times measure the
+ * emulator, not a GPU.
  */
-#ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L    /* clock_gettime under -std=c11 */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE                /* dladdr, REG_ERR, clock_gettime */
 #endif
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <ucontext.h>
 
 #include "rt_internal.h"
+#include "cuemu_core.h"
 
 #define STREAM_MAGIC 0x7374726du
 #define EVENT_MAGIC  0x65766e74u
+#define MAX_ACC      18
+#define LOG_CAP      (1 << 16)
 
 struct CUstream_st {
     unsigned magic;
     unsigned flags;
     int priority;
+    long long id;               /* 0 legacy, -1 per-thread, 1, 2, ... creation order */
+    int destroyed;              /* cudaStreamDestroy'd with work still queued           */
+    rt_op *last;                /* the latest operation queued (done or not)            */
+    rt_op *head, *tail;         /* its pending operations, in order                     */
+    long pending;
     struct CUstream_st *next;
 };
 
@@ -31,17 +68,125 @@ struct CUevent_st {
     unsigned flags;
     int recorded;
     struct timespec when;
+    rt_op *op;                  /* the latest record, while it may still be pending      */
     struct CUevent_st *next;
 };
 
-static struct CUstream_st *streams;
+typedef struct { const char *lo, *hi; int write; rt_block *b; } rt_acc;
+
+struct rt_op {
+    int kind;
+    const char *api, *file;
+    int line;
+    struct CUstream_st *stream;
+    int done;
+    unsigned long long serial;
+    unsigned mark, mark2;
+    rt_op **deps;
+    int ndeps, capdeps;
+    rt_op *prev;                /* the operation before it in its stream                 */
+    rt_op *next_in_stream, *next_all;
+    rt_acc acc[MAX_ACC];
+    int nacc;
+    /* payloads */
+    cuemu_launch_desc desc;
+    void *dst; const void *src; void *staged;
+    size_t dpitch, spitch, width, height;
+    int value, dst_dev, src_dev;
+    cudaEvent_t event;
+    cudaHostFn_t fn;
+    cudaStreamCallback_t cb;
+    void *user;
+    void *ptr;
+};
+
+static struct CUstream_st *streams;     /* created streams, destroyed ones with work too */
 static struct CUevent_st *events;
+static struct CUstream_st legacy_stream = { STREAM_MAGIC, 0, 0, 0, 0, NULL, NULL, NULL, 0, NULL };
+static struct CUstream_st perthread_stream = { STREAM_MAGIC, 0, 0, -1, 0, NULL, NULL, NULL, 0, NULL };
+static long long stream_ids;
+static rt_op *all_head, *all_tail;
+static long npending;
+static unsigned long long op_serial;
+static unsigned epoch, epoch2;
+static __thread const char *site_file;
+static __thread int site_line;
+
+/* ---- the stream log (cuemuStreamLog) ----------------------------------------------------- */
+static long long log_ids[LOG_CAP];
+static int log_kinds[LOG_CAP];
+static int log_n;
+
+int cuemuStreamLog(long long *stream_ids, int *kinds, int max)
+{
+    rt_lock();
+    int n = log_n;
+    for (int i = 0; i < n && i < max && i < LOG_CAP; i++) {
+        if (stream_ids) stream_ids[i] = log_ids[i];
+        if (kinds) kinds[i] = log_kinds[i];
+    }
+    rt_unlock();
+    return n;
+}
+
+void cuemuStreamLogClear(void)
+{
+    rt_lock();
+    log_n = 0;
+    rt_unlock();
+}
+
+void cuemu_site(const char *file, int line)
+{
+    site_file = file;
+    site_line = line;
+}
+
+/* ---- policy --------------------------------------------------------------------------------- */
+enum { ORD_RR = 0, ORD_FIFO, ORD_REVERSE, ORD_RANDOM };
+static int order_mode = -1;
+static unsigned long long order_seed;
+static long long rr_last = -2;
+static int race_mode = -1;          /* 0 off, 1 warn, 2 error */
+
+static void policy_parse(void)
+{
+    if (order_mode >= 0) return;
+    const char *e = getenv("CUEMU_STREAM_ORDER");
+    order_mode = ORD_RR;
+    if (e && *e) {
+        if (!strcmp(e, "rr")) order_mode = ORD_RR;
+        else if (!strcmp(e, "fifo")) order_mode = ORD_FIFO;
+        else if (!strcmp(e, "reverse")) order_mode = ORD_REVERSE;
+        else if (!strncmp(e, "random", 6)) {
+            order_mode = ORD_RANDOM;
+            order_seed = e[6] == ':' ? strtoull(e + 7, NULL, 10) : 1;
+        } else
+            cuemu_diag("CUEMU_STREAM_ORDER=\"%s\" is not rr, fifo, reverse or random[:seed]; using rr", e);
+    }
+    const char *r = getenv("CUEMU_STREAM_RACES");
+    race_mode = 2;
+    if (r && *r) {
+        if (!strcmp(r, "off")) race_mode = 0;
+        else if (!strcmp(r, "warn")) race_mode = 1;
+        else if (strcmp(r, "error"))
+            cuemu_diag("CUEMU_STREAM_RACES=\"%s\" is not error, warn or off; using error", r);
+    }
+}
+
+static unsigned long long rnd(void)
+{
+    order_seed ^= order_seed << 13;
+    order_seed ^= order_seed >> 7;
+    order_seed ^= order_seed << 17;
+    return order_seed;
+}
 
 /* ---- streams ---------------------------------------------------------------------------- */
 static int stream_listed(cudaStream_t s)
 {
     for (struct CUstream_st *p = streams; p; p = p->next)
-        if (p == s) return 1;
+        if (p == s && !p->destroyed) return 1;
     return 0;
 }
 
@@ -52,6 +197,686 @@ int rt_stream_valid(cudaStream_t s)
     int ok = stream_listed(s);
     rt_unlock();
     return ok;
+}
+
+static struct CUstream_st *resolve(cudaStream_t s)
+{
+    if (s == 0 || s == cudaStreamLegacy) return &legacy_stream;
+    if (s == cudaStreamPerThread) return &perthread_stream;
+    return s;
+}
+
+static int is_legacy(const struct CUstream_st *s) { return s == &legacy_stream; }
+static int is_blocking(const struct CUstream_st *s)
+{
+    return !is_legacy(s) && !(s->flags & cudaStreamNonBlocking);
+}
+
+/* Every stream that may hold work: the two implicit ones and the created ones. */
+static int all_streams(struct CUstream_st **out, int max)
+{
+    int n = 0;
+    out[n++] = &legacy_stream;
+    out[n++] = &perthread_stream;
+    for (struct CUstream_st *p = streams; p && n < max; p = p->next) out[n++] = p;
+    return n;
+}
+
+static const char *stream_name(const struct CUstream_st *s, char *buf, size_t n)
+{
+    if (is_legacy(s)) return "the default stream 0";
+    if (s == &perthread_stream) return "cudaStreamPerThread";
+    snprintf(buf, n, "stream %lld", s->id);
+    return buf;
+}
+
+/* ---- operations ------------------------------------------------------------------------------ */
+rt_op *rt_op_new(int kind, const char *api)
+{
+    rt_op *op = (rt_op *)calloc(1, sizeof *op);
+    if (!op) return NULL;
+    op->kind = kind;
+    op->api = api;
+    op->file = site_file;
+    op->line = site_line;
+    site_file = NULL;
+    site_line = 0;
+    return op;
+}
+
+void rt_op_copy(rt_op *op, void *dst, size_t dpitch, const void *src, size_t spitch,
+                size_t width, size_t height, int value, int dst_dev, int src_dev)
+{
+    op->dst = dst; op->dpitch = dpitch; op->src = src; op->spitch = spitch;
+    op->width = width; op->height = height; op->value = value;
+    op->dst_dev = dst_dev; op->src_dev = src_dev;
+}
+
+int rt_op_stage(rt_op *op)
+{
+    size_t span = op->width * op->height;
+    op->staged = malloc(span ? span : 1);
+    if (!op->staged) return -1;
+    for (size_t r = 0; r < op->height; r++)
+        memcpy((char *)op->staged + r * op->width, (const char *)op->src + r * op->spitch, op->width);
+    op->spitch = op->width;
+    return 0;
+}
+
+void rt_op_free_ptr(rt_op *op, void *p) { op->ptr = p; }
+
+void rt_op_access(rt_op *op, const void *p, size_t len, int write)
+{
+    if (!p || op->nacc >= MAX_ACC) return;
+    rt_block *b = rt_registry_find(p);
+    if (!b) return;
+    rt_acc *a = &op->acc[op->nacc++];
+    a->lo = (const char *)p;
+    a->hi = (const char *)p + (len ? len : 1);
+    a->write = write;
+    a->b = b;
+}
+
+static void add_dep(rt_op *op, rt_op *d)
+{
+    if (!d || d->done) return;
+    for (int i = 0; i < op->ndeps; i++) if (op->deps[i] == d) return;
+    if (op->ndeps == op->capdeps) {
+        int cap = op->capdeps ? op->capdeps * 2 : 4;
+        rt_op **n = (rt_op **)realloc(op->deps, cap * sizeof *n);
+        if (!n) return;
+        op->deps = n;
+        op->capdeps = cap;
+    }
+    op->deps[op->ndeps++] = d;
+}
+
+static void op_release(rt_op *op)
+{
+    if (op->kind == RT_OP_KERNEL && op->desc.ctx_free && op->desc.ctx) op->desc.ctx_free(op->desc.ctx);
+    op->desc.ctx = NULL;
+    free(op->staged);
+    op->staged = NULL;
+    free(op->deps);
+    free(op);
+}
+
+static const char *op_what(const rt_op *op, char *buf, size_t n)
+{
+    const char *f = op->file ? op->file : "(unknown file)";
+    if (op->kind == RT_OP_KERNEL)
+        snprintf(buf, n, "kernel %s launched at %s:%d", op->desc.kernel, op->desc.file, op->desc.line);
+    else if (op->file)
+        snprintf(buf, n, "%s at %s:%d", op->api, f, op->line);
+    else
+        snprintf(buf, n, "%s", op->api);
+    return buf;
+}
+
+/* ---- page protection of pinned and managed memory with queued work ----------------------- */
+#define MAX_PROT 256
+static rt_block *prot_list[MAX_PROT];
+static int nprot;
+static struct sigaction old_segv;
+static int segv_installed;
+
+static int protectable(const rt_block *b)
+{
+    return b->data && (b->kind == CUEMU_MEM_HOST_PINNED || b->kind == CUEMU_MEM_MANAGED);
+}
+
+static int want_prot(const rt_block *b)
+{
+    if (!protectable(b) || b->host_race_reported) return 0;
+    return b->pend_w ? 2 : b->pend_r ? 1 : 0;
+}
+
+static void apply_prot(rt_block *b, int state)
+{
+    if (b->prot == state) return;
+    mprotect(b->data, b->data_len, state == 2 ? PROT_NONE : state == 1 ? PROT_READ
+                                                           : PROT_READ | PROT_WRITE);
+    if (!b->prot && state) {
+        if (nprot < MAX_PROT) prot_list[nprot++] = b;
+        else { mprotect(b->data, b->data_len, PROT_READ | PROT_WRITE); return; }
+    }
+    if (b->prot && !state)
+        for (int i = 0; i < nprot; i++)
+            if (prot_list[i] == b) { prot_list[i] = prot_list[--nprot]; break; }
+    b->prot = state;
+}
+
+extern void cuemu_locate_pc(void *pc, char *out, size_t n) __attribute__((weak));
+
+static void host_fault(int sig, siginfo_t *si, void *ucv)
+{
+    const char *a = (const char *)si->si_addr;
+    rt_block *b = NULL;
+    for (int i = 0; i < nprot; i++)
+        if (a >= prot_list[i]->data && a < prot_list[i]->data + prot_list[i]->data_len) {
+            b = prot_list[i];
+            break;
+        }
+    if (!b) {
+        /* not ours: let the previous handler (or the default action) have it */
+        sigaction(sig, &old_segv, NULL);
+        segv_installed = 0;
+        return;
+    }
+    int write = 0;
+    const void *pc = NULL;
+#if defined(__x86_64__)
+    ucontext_t *uc = (ucontext_t *)ucv;
+    write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+    pc = (const void *)uc->uc_mcontext.gregs[REG_RIP];
+#else
+    (void)ucv;
+#endif
+    Dl_info di;
+    char where[512], what[512], sn[64];
+    where[0] = 0;
+    /* the host's line when the access is in code built with -g (a .cu compiled by the emulator) */
+    if (pc && cuemu_locate_pc) {
+        cuemu_locate_pc((char *)pc + 1, where, sizeof where);
+        if (!strchr(where, ':') || strstr(where, "unknown")) where[0] = 0;
+    }
+    if (where[0]) {
+        /* found */
+    } else if (pc && dladdr(pc, &di) && di.dli_fname)
+        snprintf(where, sizeof where, "%p in %s (%s+%#lx)", pc, di.dli_fname,
+                 di.dli_sname ? di.dli_sname : "?",
+                 (unsigned long)((const char *)pc - (const char *)(di.dli_saddr ? di.dli_saddr : di.dli_fbase)));
+    else
+        snprintf(where, sizeof where, "%p", pc);
+    rt_op *op = b->pend_op;
+    cuemu_diag("host %s of %s memory allocated at %s:%d (%zu bytes; address %p, byte %lld) while "
+               "queued work will still %s it: %s, on %s, has not run yet. Synchronise (cudaStreamSynchronize, "
+               "cudaEventSynchronize or cudaDeviceSynchronize) before the host touches it. The host access: %s",
+               write ? "write" : "read", b->kind == CUEMU_MEM_MANAGED ? "managed" : "pinned host",
+               b->file ? b->file : "(unknown file)", b->line, b->size, (const void *)a,
+               (long long)(a - b->base), b->pend_w ? "write" : "read",
+               op ? op_what(op, what, sizeof what) : "an operation",
+               op ? stream_name(op->stream, sn, sizeof sn) : "a stream", where);
+    cuemu_set_sticky_error(cudaErrorIllegalState);
+    /* the access goes on, and sees what a GPU would not have written yet */
+    b->host_race_reported = 1;
+    apply_prot(b, 0);
+}
+
+static void segv_install(void)
+{
+    if (segv_installed) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = host_fault;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGSEGV, &sa, &old_segv) == 0) segv_installed = 1;
+}
+
+static void acc_count(rt_op *op, int delta)
+{
+    for (int i = 0; i < op->nacc; i++) {
+        rt_block *b = op->acc[i].b;
+        if (!protectable(b)) continue;
+        if (op->acc[i].write) b->pend_w += delta; else b->pend_r += delta;
+        if (delta > 0) b->pend_op = op;
+        else if (b->pend_op == op) b->pend_op = NULL;
+    }
+}
+
+static void protect_op(rt_op *op)
+{
+    for (int i = 0; i < op->nacc; i++) {
+        rt_block *b = op->acc[i].b;
+        if (protectable(b) && want_prot(b)) {
+            segv_install();
+            apply_prot(b, want_prot(b));
+        }
+    }
+}
+
+static void unprotect_all(void)
+{
+    while (nprot) apply_prot(prot_list[nprot - 1], 0);
+}
+
+static void reprotect_pending(void)
+{
+    for (rt_op *op = all_head; op; op = op->next_all)
+        if (!op->done) protect_op(op);
+}
+
+int rt_block_protected(const rt_block *b) { return b->prot != 0; }
+
+/* ---- ordering and the race check ------------------------------------------------------------ */
+/* 1 if a must run before b: a is reachable from b through pending dependencies. */
+static int ordered_before(rt_op *a, rt_op *b)
+{
+    if (a->done) return 1;
+    epoch2++;
+    size_t cap = 64, n = 0;
+    rt_op **st = (rt_op **)malloc(cap * sizeof *st);
+    if (!st) return 1;
+    st[n++] = b;
+    int found = 0;
+    while (n && !found) {
+        rt_op *o = st[--n];
+        for (int i = -1; i < o->ndeps; i++) {
+            rt_op *d = i < 0 ? o->prev : o->deps[i];
+            if (!d || d->done || d->mark2 == epoch2) continue;
+            if (d == a) { found = 1; break; }
+            d->mark2 = epoch2;
+            if (n == cap) {
+                rt_op **m = (rt_op **)realloc(st, (cap *= 2) * sizeof *st);
+                if (!m) { found = 1; break; }
+                st = m;
+            }
+            st[n++] = d;
+        }
+    }
+    free(st);
+    return found;
+}
+
+static const char *acc_desc(const rt_op *op, int i, char *buf, size_t n)
+{
+    const rt_acc *a = &op->acc[i];
+    if (op->kind == RT_OP_KERNEL)
+        snprintf(buf, n, "%s (argument at byte %lld)", a->write ? "may write it" : "reads it",
+                 (long long)(a->lo - a->b->base));
+    else
+        snprintf(buf, n, "%s bytes %lld..%lld", a->write ? "writes" : "reads",
+                 (long long)(a->lo - a->b->base), (long long)(a->hi - a->b->base) - 1);
+    return buf;
+}
+
+/* A block's pending accesses are kept sorted by their first byte, with the longest one's
+   length, so a new access is compared only with those that can overlap it. */
+static size_t acc_lower(const rt_block *b, const char *p)
+{
+    size_t lo = 0, hi = (size_t)b->nacc_list;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        const struct rt_acc_ref *r = &b->acc_list[mid];
+        if (r->op->acc[r->idx].lo < p) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+static int race_check(rt_op *op)
+{
+    int raced = 0;
+    for (int i = 0; i < op->nacc; i++) {
+        rt_acc *a = &op->acc[i];
+        rt_block *b = a->b;
+        size_t maxlen = b->acc_maxlen;
+        const char *from = (size_t)(a->lo - b->base) > maxlen ? a->lo - maxlen : b->base - 1;
+        for (size_t k = acc_lower(b, from); k < (size_t)b->nacc_list && !raced; k++) {
+            rt_op *o = b->acc_list[k].op;
+            rt_acc *x = &o->acc[b->acc_list[k].idx];
+            if (x->lo >= a->hi) break;
+            if (o->done || o->stream == op->stream || !(x->write || a->write)) continue;
+            if (x->hi <= a->lo) continue;
+            if (ordered_before(o, op)) continue;
+            char w1[400], w2[400], d1[100], d2[100], s1[64], s2[64];
+            cuemu_diag("stream race on %s allocated at %s:%d (%zu bytes): %s on %s %s, and %s on %s %s, "
+                       "with nothing ordering them (an event recorded after the first and waited for "
+                       "with cudaStreamWaitEvent before the second, or a synchronisation, would)",
+                       b->kind == CUEMU_MEM_DEVICE ? "device memory" : b->kind == CUEMU_MEM_MANAGED
+                       ? "managed memory" : "pinned host memory",
+                       b->file ? b->file : "(unknown file)", b->line, b->size,
+                       op_what(o, w1, sizeof w1), stream_name(o->stream, s1, sizeof s1),
+                       acc_desc(o, b->acc_list[k].idx, d1, sizeof d1),
+                       op_what(op, w2, sizeof w2), stream_name(op->stream, s2, sizeof s2),
+                       acc_desc(op, i, d2, sizeof d2));
+            raced = 1;
+        }
+        if (b->nacc_list == b->cap_acc_list) {
+            int cap = b->cap_acc_list ? b->cap_acc_list * 2 : 8;
+            struct rt_acc_ref *n = (struct rt_acc_ref *)realloc(b->acc_list, cap * sizeof *n);
+            if (!n) continue;
+            b->acc_list = n;
+            b->cap_acc_list = cap;
+        }
+        size_t at = acc_lower(b, a->lo);
+        /* drop what the new access makes redundant: finished ones, and earlier ones of the same
+           stream over no more bytes that race with whatever this one races with */
+        for (size_t k = at; k < (size_t)b->nacc_list;) {
+            rt_op *o = b->acc_list[k].op;
+            rt_acc *x = &o->acc[b->acc_list[k].idx];
+            if (x->lo != a->lo) break;
+            if (o->done || (o->stream == op->stream && x->hi <= a->hi && (a->write || !x->write))) {
+                memmove(b->acc_list + k, b->acc_list + k + 1, (b->nacc_list - k - 1) * sizeof *b->acc_list);
+                b->nacc_list--;
+            } else
+                k++;
+        }
+        memmove(b->acc_list + at + 1, b->acc_list + at, (b->nacc_list - at) * sizeof *b->acc_list);
+        b->acc_list[at].op = op;
+        b->acc_list[at].idx = i;
+        b->nacc_list++;
+        if ((size_t)(a->hi - a->lo) > b->acc_maxlen) b->acc_maxlen = (size_t)(a->hi - a->lo);
+    }
+    return raced;
+}
+
+/* ---- running operations ------------------------------------------------------------------------ */
+extern int cuemu_launch_run(const cuemu_launch_desc *d) __attribute__((weak));
+
+/* A queued launch that failed without a sticky fault (a shared-memory race): the next
+   synchronising call returns its error, once. */
+static int async_err;
+int cuemu_take_async_error(void)
+{
+    rt_lock();
+    int e = async_err;
+    async_err = 0;
+    rt_unlock();
+    return e;
+}
+
+static int recheck(rt_op *op, const void *p, size_t span, const char *role)
+{
+    enum rt_loc l;
+    if (rt_classify(p, span, op->api, role, &l) == cudaSuccess) return 0;
+    char w[400];
+    cuemu_diag("%s reached memory that was freed before it ran", op_what(op, w, sizeof w));
+    cuemu_set_sticky_error(cudaErrorIllegalAddress);
+    return 1;
+}
+
+static void op_run(rt_op *op)
+{
+    int sticky = cuemu_sticky_error();
+    switch (op->kind) {
+    case RT_OP_KERNEL:
+        if (!sticky && cuemu_launch_run) {
+            int e = cuemu_launch_run(&op->desc);
+            if (e && !cuemu_sticky_error() && !async_err) async_err = e;
+            /* a write into an allocation's slack (its last bytes before the guard page) is
+               blamed on this launch, not on some later synchronisation */
+            char when[400];
+            snprintf(when, sizeof when, "the end of kernel %s launched at %s:%d", op->desc.kernel,
+                     op->desc.file, op->desc.line);
+            for (int i = 0; i < op->nacc; i++) rt_block_check_slack(op->acc[i].b, when);
+        }
+        if (op->desc.ctx_free) op->desc.ctx_free(op->desc.ctx);
+        op->desc.ctx = NULL;
+        break;
+    case RT_OP_COPY:
+    case RT_OP_SET: {
+        if (sticky) break;
+        size_t dspan = op->dpitch * (op->height - 1) + op->width;
+        size_t sspan = op->spitch * (op->height - 1) + op->width;
+        if (op->dst_dev && recheck(op, op->dst, dspan, "destination")) break;
+        if (op->kind == RT_OP_COPY && op->src_dev && !op->staged && recheck(op, op->src, sspan, "source")) break;
+        const char *src = op->staged ? (const char *)op->staged : (const char *)op->src;
+        for (size_t r = 0; r < op->height; r++) {
+            if (op->kind == RT_OP_SET) memset((char *)op->dst + r * op->dpitch, op->value, op->width);
+            else memmove((char *)op->dst + r * op->dpitch, src + r * op->spitch, op->width);
+        }
+        free(op->staged);
+        op->staged = NULL;
+        break;
+    }
+    case RT_OP_EVENT:
+        if (op->event) {
+            clock_gettime(CLOCK_MONOTONIC, &op->event->when);
+            if (op->event->op == op) op->event->op = NULL;
+        }
+        break;
+    case RT_OP_HOSTFN:
+        if (op->fn && !sticky) op->fn(op->user);
+        if (op->cb) op->cb(is_legacy(op->stream) ? (cudaStream_t)0 : op->stream,
+                           (cudaError_t)sticky, op->user);
+        break;
+    case RT_OP_FREE:
+        rt_free_device_now(op->ptr, "cudaFreeAsync");
+        break;
+    default:
+        break;
+    }
+}
+
+static void op_finish(rt_op *op)
+{
+    op->done = 1;
+    struct CUstream_st *s = op->stream;
+    s->head = op->next_in_stream;
+    if (!s->head) s->tail = NULL;
+    s->pending--;
+    npending--;
+    acc_count(op, -1);
+}
+
+static int deps_done(const rt_op *op)
+{
+    for (int i = 0; i < op->ndeps; i++) if (!op->deps[i]->done) return 0;
+    return !op->prev || op->prev->done;
+}
+
+static void gc(void)
+{
+    if (npending) return;
+    for (rt_op *op = all_head; op;) {
+        rt_op *n = op->next_all;
+        op_release(op);
+        op = n;
+    }
+    all_head = all_tail = NULL;
+    for (struct CUevent_st *e = events; e; e = e->next) e->op = NULL;
+    legacy_stream.last = perthread_stream.last = NULL;
+    for (struct CUstream_st **l = &streams; *l;) {
+        struct CUstream_st *s = *l;
+        s->last = NULL;
+        if (s->destroyed) { *l = s->next; s->magic = 0; free(s); }
+        else l = &s->next;
+    }
+    rt_registry_clear_accesses();
+}
+
+static int running;
+
+/* Runs the pending operations the targets depend on (and the targets); steps > 0: at most
+   that many (a query's progress). */
+static void run_closure(rt_op **targets, int nt, long steps)
+{
+    if (running) return;   /* a host function calling the runtime: CUDA forbids it */
+    policy_parse();
+    epoch++;
+    /* mark the closure */
+    size_t cap = 64, n = 0;
+    rt_op **st = (rt_op **)malloc(cap * sizeof *st);
+    if (!st) return;
+    long want = 0;
+    for (int t = 0; t < nt; t++)
+        if (targets[t] && !targets[t]->done && targets[t]->mark != epoch) {
+            targets[t]->mark = epoch;
+            st[n++] = targets[t];
+            want++;
+            if (n == cap) { rt_op **m = (rt_op **)realloc(st, (cap *= 2) * sizeof *st); if (!m) break; st = m; }
+        }
+    while (n) {
+        rt_op *o = st[--n];
+        for (int i = -1; i < o->ndeps; i++) {
+            rt_op *d = i < 0 ? o->prev : o->deps[i];
+            if (!d || d->done || d->mark == epoch) continue;
+            d->mark = epoch;
+            want++;
+            if (n == cap) {
+                rt_op **m = (rt_op **)realloc(st, (cap *= 2) * sizeof *st);
+                if (!m) { free(st); return; }
+                st = m;
+            }
+            st[n++] = d;
+        }
+    }
+    free(st);
+    running = 1;
+    unprotect_all();
+    struct CUstream_st *ss[1024];
+    int ns = all_streams(ss, 1024);
+    while (want > 0 && steps != 0) {
+        int cand[1024], nc = 0;
+        for (int i = 0; i < ns; i++) {
+            rt_op *h = ss[i]->head;
+            if (h && h->mark == epoch && deps_done(h)) cand[nc++] = i;
+        }
+        if (!nc) break;   /* cannot happen: dependencies point to earlier operations */
+        int pick = cand[0];
+        switch (order_mode) {
+        case ORD_FIFO:
+        case ORD_REVERSE:
+            for (int k = 1; k < nc; k++) {
+                unsigned long long a = ss[cand[k]]->head->serial, b = ss[pick]->head->serial;
+                if (order_mode == ORD_FIFO ? a < b : a > b) pick = cand[k];
+            }
+            break;
+        case ORD_RANDOM:
+            pick = cand[rnd() % (unsigned long long)nc];
+            break;
+        default: {
+            /* the first stream after the one that ran last (by id), wrapping around */
+            int best = -1;
+            for (int k = 0; k < nc; k++) {
+                long long id = ss[cand[k]]->id;
+                if (id > rr_last && (best < 0 || id < ss[best]->id)) best = cand[k];
+            }
+            if (best < 0)
+                for (int k = 0; k < nc; k++)
+                    if (best < 0 || ss[cand[k]]->id < ss[best]->id) best = cand[k];
+            pick = best;
+            break;
+        }
+        }
+        rt_op *op = ss[pick]->head;
+        rr_last = ss[pick]->id;
+        op_run(op);
+        op_finish(op);
+        want--;
+        if (steps > 0) steps--;
+    }
+    running = 0;
+    reprotect_pending();
+    gc();
+}
+
+int rt_reclaim_frees(cudaStream_t stream, const struct rt_pool *pool, size_t size)
+{
+    rt_lock();
+    rt_op *best = NULL;
+    for (rt_op *op = resolve(stream)->head; op; op = op->next_in_stream)
+        if (op->kind == RT_OP_FREE && op->nacc && op->acc[0].b->pool == pool &&
+            op->acc[0].b->capacity >= size)
+            best = op;
+    if (best) run_closure(&best, 1, -1);
+    rt_unlock();
+    return best != NULL;
+}
+
+void rt_drain_stream(cudaStream_t stream)
+{
+    rt_lock();
+    struct CUstream_st *s = resolve(stream);
+    rt_op *t = s->last;
+    run_closure(&t, 1, -1);
+    rt_unlock();
+}
+
+void rt_drain_all(void)
+{
+    rt_lock();
+    struct CUstream_st *ss[1024];
+    rt_op *t[1024];
+    int ns = all_streams(ss, 1024);
+    for (int i = 0; i < ns; i++) t[i] = ss[i]->last;
+    run_closure(t, ns, -1);
+    rt_unlock();
+}
+
+cudaError_t rt_submit(rt_op *op, cudaStream_t stream, int run_now)
+{
+    if (!op) return cudaErrorMemoryAllocation;
+    rt_lock();
+    policy_parse();
+    struct CUstream_st *s = resolve(stream);
+    op->stream = s;
+    op->serial = ++op_serial;
+    op->prev = s->last && !s->last->done ? s->last : NULL;
+    if (is_legacy(s)) {
+        struct CUstream_st *ss[1024];
+        int ns = all_streams(ss, 1024);
+        for (int i = 0; i < ns; i++)
+            if (is_blocking(ss[i])) add_dep(op, ss[i]->last);
+    } else if (is_blocking(s)) {
+        add_dep(op, legacy_stream.last);
+    }
+    if (op->kind == RT_OP_WAIT && op->event && op->event->op) add_dep(op, op->event->op);
+    int raced = race_mode ? race_check(op) : 0;
+    if (all_tail) all_tail->next_all = op; else all_head = op;
+    all_tail = op;
+    if (s->tail) s->tail->next_in_stream = op; else s->head = op;
+    s->tail = op;
+    s->last = op;
+    s->pending++;
+    npending++;
+    acc_count(op, +1);
+    if (log_n < LOG_CAP) {
+        log_ids[log_n] = s->id;
+        log_kinds[log_n] = op->kind;
+    }
+    log_n++;
+    if (run_now) run_closure(&op, 1, -1);
+    else if (!running) protect_op(op);
+    rt_unlock();
+    int sticky = cuemu_sticky_error();
+    if (sticky) return (cudaError_t)sticky;
+    if (raced && race_mode == 2) return cudaErrorIllegalState;
+    return cudaSuccess;
+}
+
+void cuemu_launch_enqueue(const cuemu_launch_desc *d)
+{
+    rt_op *op = rt_op_new(RT_OP_KERNEL, "kernel launch");
+    if (!op) {
+        if (d->ctx_free) d->ctx_free(d->ctx);
+        cuemu_set_last_error(cudaErrorMemoryAllocation);
+        return;
+    }
+    op->desc = *d;
+    op->file = d->file;
+    op->line = d->line;
+    rt_lock();
+    for (int i = 0; i < d->nptr; i++) {
+        /* the whole allocation from the pointer on is unknown; the pointer's own element
+           stands for it, so kernels on disjoint chunks of one buffer are not a race */
+        rt_op_access(op, d->ptr[i], 1, d->ptr_written[i]);
+    }
+    rt_unlock();
+    cudaError_t e = rt_submit(op, (cudaStream_t)d->stream, 0);
+    if (e == cudaErrorIllegalState) cuemu_set_last_error(e);
+}
+
+void rt_queue_reset(void)
+{
+    rt_lock();
+    unprotect_all();
+    for (rt_op *op = all_head; op;) {
+        rt_op *n = op->next_all;
+        acc_count(op, -1);
+        op_release(op);
+        op = n;
+    }
+    all_head = all_tail = NULL;
+    npending = 0;
+    legacy_stream.last = legacy_stream.head = legacy_stream.tail = NULL;
+    perthread_stream.last = perthread_stream.head = perthread_stream.tail = NULL;
+    legacy_stream.pending = perthread_stream.pending = 0;
+    for (struct CUstream_st *s = streams; s; s = s->next) { s->last = s->head = s->tail = NULL; s->pending = 0; }
+    for (struct CUevent_st *e = events; e; e = e->next) e->op = NULL;
+    rt_registry_clear_accesses();
+    rt_unlock();
 }
 
 cudaError_t (cudaStreamCreateWithPriority)(cudaStream_t *pStream, unsigned int flags, int priority)
@@ -65,6 +890,7 @@ cudaError_t (cudaStreamCreateWithPriority)(cudaStream_t *pStream, unsigned int f
     /* CUDA clamps a priority outside [greatest, least] = [-5, 0] instead of failing. */
     s->priority = priority > 0 ? 0 : priority < -5 ? -5 : priority;
     rt_lock();
+    s->id = ++stream_ids;
     s->next = streams;
     streams = s;
     rt_unlock();
@@ -82,19 +908,20 @@ cudaError_t (cudaStreamCreate)(cudaStream_t *pStream)
     return (cudaStreamCreateWithPriority)(pStream, cudaStreamDefault, 0);
 }
 
+/* CUDA: "the function will return immediately and the resources associated with stream will
+   be released automatically once the device has completed all work in stream". Nothing runs. */
 cudaError_t (cudaStreamDestroy)(cudaStream_t stream)
 {
     int sticky = cuemu_sticky_error();
     cudaError_t e = cudaErrorInvalidResourceHandle;
     rt_lock();
     for (struct CUstream_st **l = &streams; *l; l = &(*l)->next)
-        if (*l == stream) {
-            *l = stream->next;
-            stream->magic = 0;
-            free(stream);
+        if (*l == stream && !stream->destroyed) {
+            stream->destroyed = 1;
             e = cudaSuccess;
             break;
         }
+    gc();
     rt_unlock();
     return sticky ? rt_err((cudaError_t)sticky) : rt_err(e);
 }
@@ -103,14 +930,23 @@ cudaError_t (cudaStreamSynchronize)(cudaStream_t stream)
 {
     RT_ENTER();
     if (!rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
+    rt_drain_stream(stream);
     return rt_sync_point("cudaStreamSynchronize");
 }
 
+/* A query that finds work queued runs one step of it and says cudaErrorNotReady, so a loop
+   that polls makes progress and sees "not ready" at least once. */
 cudaError_t (cudaStreamQuery)(cudaStream_t stream)
 {
     RT_ENTER();
     if (!rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
-    return cudaSuccess;
+    rt_lock();
+    rt_op *t = resolve(stream)->last;
+    int busy = t && !t->done;
+    if (busy) run_closure(&t, 1, 1);
+    rt_unlock();
+    if (cuemu_sticky_error()) return rt_err((cudaError_t)cuemu_sticky_error());
+    return busy ? cudaErrorNotReady : cudaSuccess;
 }
 
 cudaError_t (cudaStreamGetFlags)(cudaStream_t hStream, unsigned int *flags)
@@ -133,6 +969,31 @@ cudaError_t (cudaStreamGetPriority)(cudaStream_t hStream, int *priority)
     return cudaSuccess;
 }
 
+cudaError_t (cudaLaunchHostFunc)(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+{
+    RT_ENTER();
+    if (!fn) return rt_err(cudaErrorInvalidValue);
+    if (!rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
+    rt_op *op = rt_op_new(RT_OP_HOSTFN, "cudaLaunchHostFunc");
+    if (!op) return rt_err(cudaErrorMemoryAllocation);
+    op->fn = fn;
+    op->user = userData;
+    return rt_err(rt_submit(op, stream, 0));
+}
+
+cudaError_t (cudaStreamAddCallback)(cudaStream_t stream, cudaStreamCallback_t callback,
+                                    void *userData, unsigned int flags)
+{
+    RT_ENTER();
+    if (!callback || flags != 0) return rt_err(cudaErrorInvalidValue);
+    if (!rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
+    rt_op *op = rt_op_new(RT_OP_HOSTFN, "cudaStreamAddCallback");
+    if (!op) return rt_err(cudaErrorMemoryAllocation);
+    op->cb = callback;
+    op->user = userData;
+    return rt_err(rt_submit(op, stream, 0));
+}
+
 /* ---- events ----------------------------------------------------------------------------- */
 static int event_valid(cudaEvent_t e)
 {
@@ -145,12 +1006,17 @@ static int event_valid(cudaEvent_t e)
     return ok;
 }
 
+/* Work queued on stream from now on waits for the event's latest record; an event never
+   recorded (or already passed) makes it wait for nothing. */
 cudaError_t (cudaStreamWaitEvent)(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
 {
     RT_ENTER();
     if (flags & ~(unsigned)cudaEventWaitExternal) return rt_err(cudaErrorInvalidValue);
     if (!rt_stream_valid(stream) || !event_valid(event)) return rt_err(cudaErrorInvalidResourceHandle);
-    return cudaSuccess;
+    rt_op *op = rt_op_new(RT_OP_WAIT, "cudaStreamWaitEvent");
+    if (!op) return rt_err(cudaErrorMemoryAllocation);
+    op->event = event;
+    return rt_err(rt_submit(op, stream, 0));
 }
 
 cudaError_t (cudaEventCreateWithFlags)(cudaEvent_t *event, unsigned int flags)
@@ -179,15 +1045,24 @@ cudaError_t (cudaEventRecord)(cudaEvent_t event, cudaStream_t stream)
 {
     RT_ENTER();
     if (!event_valid(event) || !rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
-    clock_gettime(CLOCK_MONOTONIC, &event->when);
+    rt_op *op = rt_op_new(RT_OP_EVENT, "cudaEventRecord");
+    if (!op) return rt_err(cudaErrorMemoryAllocation);
+    op->event = event;
+    rt_lock();
+    event->op = op;
     event->recorded = 1;
-    return cudaSuccess;
+    rt_unlock();
+    return rt_err(rt_submit(op, stream, 0));
 }
 
 cudaError_t (cudaEventSynchronize)(cudaEvent_t event)
 {
     RT_ENTER();
     if (!event_valid(event)) return rt_err(cudaErrorInvalidResourceHandle);
+    rt_lock();
+    rt_op *t = event->op;
+    run_closure(&t, 1, -1);
+    rt_unlock();
     return rt_sync_point("cudaEventSynchronize");
 }
 
@@ -195,7 +1070,13 @@ cudaError_t (cudaEventQuery)(cudaEvent_t event)
 {
     RT_ENTER();
     if (!event_valid(event)) return rt_err(cudaErrorInvalidResourceHandle);
-    return cudaSuccess;
+    rt_lock();
+    rt_op *t = event->op;
+    int busy = t && !t->done;
+    if (busy) run_closure(&t, 1, 1);
+    rt_unlock();
+    if (cuemu_sticky_error()) return rt_err((cudaError_t)cuemu_sticky_error());
+    return busy ? cudaErrorNotReady : cudaSuccess;
 }
 
 cudaError_t (cudaEventElapsedTime)(float *ms, cudaEvent_t start, cudaEvent_t end)
@@ -206,6 +1087,7 @@ cudaError_t (cudaEventElapsedTime)(float *ms, cudaEvent_t start, cudaEvent_t end
     /* What CUDA answers for an event made without timing or never recorded. */
     if ((start->flags | end->flags) & cudaEventDisableTiming) return rt_err(cudaErrorInvalidResourceHandle);
     if (!start->recorded || !end->recorded) return rt_err(cudaErrorInvalidResourceHandle);
+    if ((start->op && !start->op->done) || (end->op && !end->op->done)) return rt_err(cudaErrorNotReady);
     double d = (double)(end->when.tv_sec - start->when.tv_sec) * 1e3 +
                (double)(end->when.tv_nsec - start->when.tv_nsec) / 1e6;
     *ms = (float)d;
@@ -220,6 +1102,9 @@ cudaError_t (cudaEventDestroy)(cudaEvent_t event)
     for (struct CUevent_st **l = &events; *l; l = &(*l)->next)
         if (*l == event) {
             *l = event->next;
+            /* a record still queued runs later without it */
+            for (rt_op *op = all_head; op; op = op->next_all)
+                if (op->event == event) op->event = NULL;
             event->magic = 0;
             free(event);
             e = cudaSuccess;
@@ -231,6 +1116,7 @@ cudaError_t (cudaEventDestroy)(cudaEvent_t event)
 
 void rt_streams_reset(void)
 {
+    rt_queue_reset();
     rt_lock();
     while (streams) {
         struct CUstream_st *s = streams;

@@ -9,6 +9,8 @@
  * Part 1 takes the address of every function into a pointer of CUDA 13's exact type, so a
  * signature that drifts in either header is a compile error. Part 2 runs each call and checks
  * only what both backends must agree on (results, error codes), never emulator details.
+ * Part 3 checks the stream rules the emulator follows (legacy default stream, events, host
+ * functions, a pageable source reused at once, queries, a stream destroyed with work queued).
  */
 #include <cstdio>
 #include <cstdlib>
@@ -101,6 +103,8 @@ static void signatures(void)
     SIG(cudaEventRecord, cudaError_t (*)(cudaEvent_t, cudaStream_t));
     SIG(cudaEventSynchronize, cudaError_t (*)(cudaEvent_t));
     SIG(cudaEventQuery, cudaError_t (*)(cudaEvent_t));
+    SIG(cudaLaunchHostFunc, cudaError_t (*)(cudaStream_t, cudaHostFn_t, void *));
+    SIG(cudaStreamAddCallback, cudaError_t (*)(cudaStream_t, cudaStreamCallback_t, void *, unsigned int));
     SIG(cudaEventElapsedTime, cudaError_t (*)(float *, cudaEvent_t, cudaEvent_t));
     SIG(cudaEventDestroy, cudaError_t (*)(cudaEvent_t));
     SIG(cudaFuncSetAttribute, cudaError_t (*)(const void *, enum cudaFuncAttribute, int));
@@ -522,6 +526,103 @@ static void streams_and_events(void)
     OK(cudaFree(d));
 }
 
+// ---- part 3: the stream rules both backends follow (docs/no-gpu.md, "Streams") ----------------
+__global__ void fill_kernel(float *p, int n, float v)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) p[i] = v;
+}
+__global__ void add_kernel(const float *a, float *b, int n)
+{
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) b[i] += a[i];
+}
+
+static int host_calls[8], host_ncalls;
+static void CUDART_CB record_call(void *arg) { host_calls[host_ncalls++ & 7] = (int)(size_t)arg; }
+
+static int all_equal(const float *p, int n, float v)
+{
+    for (int i = 0; i < n; i++) if (p[i] != v) return 0;
+    return 1;
+}
+
+static void stream_rules(void)
+{
+    const int n = 1 << 20;
+    float *a = NULL, *b = NULL, *h = NULL;
+    OK(cudaMalloc(&a, n * sizeof(float)));
+    OK(cudaMalloc(&b, n * sizeof(float)));
+    OK(cudaMallocHost(&h, n * sizeof(float)));
+    cudaStream_t s1, s2, nb;
+    OK(cudaStreamCreate(&s1));
+    OK(cudaStreamCreate(&s2));
+    OK(cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking));
+
+    // The legacy default stream: work on stream 0 waits for earlier work on blocking streams,
+    // and they for it.
+    fill_kernel<<<64, 256, 0, s1>>>(a, n, 2.0f);
+    fill_kernel<<<64, 256>>>(b, n, 1.0f);            // stream 0: after s1's fill
+    add_kernel<<<64, 256, 0, s2>>>(a, b, n);          // s2: after stream 0's fill
+    OK(cudaMemcpy(h, b, n * sizeof(float), cudaMemcpyDeviceToHost));   // stream 0: after s2
+    EXPECT(all_equal(h, n, 3.0f));
+
+    // Events: s2 waits for what s1 did before the record.
+    cudaEvent_t e;
+    OK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    fill_kernel<<<64, 256, 0, nb>>>(a, n, 5.0f);
+    OK(cudaEventRecord(e, nb));
+    OK(cudaStreamWaitEvent(s2, e, 0));
+    fill_kernel<<<64, 256, 0, s2>>>(b, n, 0.0f);
+    add_kernel<<<64, 256, 0, s2>>>(a, b, n);
+    OK(cudaMemcpyAsync(h, b, n * sizeof(float), cudaMemcpyDeviceToHost, s2));
+    OK(cudaStreamSynchronize(s2));
+    EXPECT(all_equal(h, n, 5.0f));
+    OK(cudaEventSynchronize(e));
+    EXPECT(cudaEventQuery(e) == cudaSuccess);
+
+    // Host functions run in stream order, after the work before them.
+    host_ncalls = 0;
+    OK(cudaLaunchHostFunc(s1, record_call, (void *)1));
+    fill_kernel<<<64, 256, 0, s1>>>(a, n, 7.0f);
+    OK(cudaLaunchHostFunc(s1, record_call, (void *)2));
+    OK(cudaStreamSynchronize(s1));
+    EXPECT(host_ncalls == 2 && host_calls[0] == 1 && host_calls[1] == 2);
+
+    // A pageable source may be reused as soon as cudaMemcpyAsync returns.
+    float *pageable = (float *)malloc(n * sizeof(float));
+    for (int i = 0; i < n; i++) pageable[i] = 9.0f;
+    OK(cudaMemcpyAsync(a, pageable, n * sizeof(float), cudaMemcpyHostToDevice, s1));
+    for (int i = 0; i < n; i++) pageable[i] = -1.0f;
+    OK(cudaMemcpyAsync(h, a, n * sizeof(float), cudaMemcpyDeviceToHost, s1));
+    OK(cudaStreamSynchronize(s1));
+    EXPECT(all_equal(h, n, 9.0f));
+    free(pageable);
+
+    // Queries: not ready or done while work is queued, done after a synchronisation.
+    for (int r = 0; r < 4; r++) add_kernel<<<64, 256, 0, nb>>>(a, b, n);
+    cudaError_t q = cudaStreamQuery(nb);
+    EXPECT(q == cudaSuccess || q == cudaErrorNotReady);
+    OK(cudaStreamSynchronize(nb));
+    OK(cudaStreamQuery(nb));
+    (void)cudaGetLastError();
+
+    // A stream destroyed with work queued still runs it.
+    cudaStream_t tmp;
+    OK(cudaStreamCreate(&tmp));
+    fill_kernel<<<64, 256, 0, tmp>>>(b, n, 4.0f);
+    OK(cudaStreamDestroy(tmp));
+    OK(cudaDeviceSynchronize());
+    OK(cudaMemcpy(h, b, n * sizeof(float), cudaMemcpyDeviceToHost));
+    EXPECT(all_equal(h, n, 4.0f));
+
+    OK(cudaEventDestroy(e));
+    OK(cudaStreamDestroy(s1));
+    OK(cudaStreamDestroy(s2));
+    OK(cudaStreamDestroy(nb));
+    OK(cudaFreeHost(h));
+    OK(cudaFree(a));
+    OK(cudaFree(b));
+}
+
 int main(void)
 {
     signatures();
@@ -532,6 +633,7 @@ int main(void)
     managed();
     pools();
     streams_and_events();
+    stream_rules();
     OK(cudaDeviceSynchronize());
     OK(cudaDeviceReset());
     size_t free_b = 0, total = 0;

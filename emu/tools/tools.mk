@@ -17,7 +17,7 @@ CUEMU_PY    := $(if $(findstring /,$(PYTHON)),$(abspath $(PYTHON)),/usr/bin/env 
 $(CUEMU_NVCC): emu/tools/cuemu_nvcc.py FORCE | $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_PCH)
 	@mkdir -p $(@D)
 	@sed -e '1s|.*|#!$(call cuemu_sed,$(CUEMU_PY))|' \
-	    -e 's|@CXX@|$(call cuemu_sed,$(CXX))|' \
+	    -e 's|@CXX@|$(call cuemu_sed,$(EMU_CXX))|' \
 	    -e 's|@CC@|$(call cuemu_sed,$(EMU_CC))|' \
 	    -e 's|@EMU_CXXFLAGS@|$(call cuemu_sed,$(call cuemu_abs_I,$(EMU_CXXFLAGS)))|' \
 	    -e 's|@EMU_LDLIBS@|$(call cuemu_sed,$(EMU_LDLIBS))|' \

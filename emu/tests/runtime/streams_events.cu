@@ -33,7 +33,8 @@ int main(void)
     float *d = NULL;
     OK(cudaMalloc(&d, 1 << 20));
     OK(cudaMemsetAsync(d, 0, 1 << 20, s1));
-    EXPECT(cudaStreamQuery(s1) == cudaSuccess || cudaStreamQuery(s1) == cudaErrorNotReady);
+    cudaError_t q = cudaStreamQuery(s1);
+    EXPECT(q == cudaSuccess || q == cudaErrorNotReady);
     OK(cudaStreamSynchronize(s1));
     OK(cudaStreamQuery(s1));
     OK(cudaStreamSynchronize(0));

@@ -85,12 +85,14 @@ int main(void)
     float *pa = NULL;
     OK(cudaMallocAsync(&pa, 4096, 0));
     OK(cudaFreeAsync(pa, 0));
+    OK(cudaStreamSynchronize(0));             // the free is queued: it happens in stream order
     EXPECT(faults((volatile char *)pa, 0));
     EXPECT(cuemu_alloc_was_freed(pa, &info) == 1);
     OK(cudaDeviceSynchronize());
 
     // The overrun a GPU hides: a kernel writes 24 floats past a 1000-float buffer. The bytes
-    // between the end and the guard page are checked at the next synchronisation.
+    // between the end and the guard page are checked at the end of the launch, which runs
+    // (queued) at the next synchronisation, and the report names the kernel and its launch.
     float *small = NULL;
     const int small_line = __LINE__ + 1;
     OK(cudaMalloc(&small, 1000 * sizeof(float)));
@@ -98,6 +100,9 @@ int main(void)
     OK(cudaGetLastError());
     EXPECT_ERR(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
     snprintf(site, sizeof site, "write past the end of the allocation made at %s:%d", __FILE__, small_line);
+    EXPECT(diag_has(site));
+    snprintf(site, sizeof site, "found by the end of kernel write_n_kernel launched at %s:%d", __FILE__,
+             small_line + 1);
     EXPECT(diag_has(site));
     // Sticky until reset, like a GPU's dead context.
     EXPECT_ERR(cudaGetLastError(), cudaErrorIllegalAddress);

@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * access.c: the one place that sees every load and store an emulated kernel makes.
+ *
+ * Emulated .cu files are compiled by clang with -fsanitize-coverage=trace-loads,trace-stores
+ * (emu/emu.mk): before each load or store of 1, 2, 4, 8 or 16 bytes the compiler calls
+ * __sanitizer_cov_loadN / __sanitizer_cov_storeN with the address. Host code in the same file
+ * is instrumented too; outside a kernel (cuemu_cur == NULL) a callback returns at once.
+ *
+ * Interface (cuemu_access.h-style, declared in cuemu_internal.h for the core):
+ *   cuemu_access_launch(d, dyn, dyn_size, dyn_name)  a launch starts (its dynamic shared area)
+ *   cuemu_access_block()                             a block starts
+ *   cuemu_access_barrier()                           every thread of the block passed __syncthreads
+ *   cuemu_access_warp_sync(warp)                     lanes of a warp met (__syncwarp, shuffles)
+ *   cuemu_access_shared_var(p, n, name)              a static __shared__ variable exists
+ *   cuemuNoAccess(p, n, buf, buf_n, on)             (ctypes) bytes no kernel may touch: the
+ *                                                    harness's guard zones around a buffer
+ *   cuemu_access_observer                            a hook for what else wants every access
+ *                                                    (the memory-access profile: 32-byte sectors
+ *                                                    per warp request, bank conflicts)
+ * What it checks now, for every access a kernel thread makes:
+ *   - alignment (through the compiler's -fsanitize=alignment check, whose handler is here): an
+ *     access to global or shared memory through a pointer not aligned for its type (a float4
+ *     at an address that is not a multiple of 16) stops the launch with
+ *     cudaErrorMisalignedAddress (716, sticky), as a GPU does, naming kernel, block, thread,
+ *     source line, type and address;
+ *   - shared-memory races, as compute-sanitizer's racecheck: a shared word written by one thread
+ *     and read or written by another with no __syncthreads between them (or, within a warp, no
+ *     __syncwarp or other warp rendezvous) stops the launch with cudaErrorLaunchFailure (not
+ *     sticky: the synchronisation that ran the launch returns it once), naming
+ *     kernel, block, both threads, both source lines and the variable. The check follows the
+ *     barriers, not the order the emulator happens to run threads in, so it finds the race in
+ *     every thread order. Atomics are not races (the device header marks them).
+ * CUEMU_RACECHECK=0 turns the race check off (alignment is always checked). The race check
+ * needs clang (trace-loads/stores); the alignment check works with g++ and clang.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuemu_core.h"
+#include "cuemu_internal.h"
+
+#define E_MISALIGNED     716
+#define E_LAUNCH_FAILURE 719
+
+CUEMU_HIDDEN int cuemu_atomic_depth;            /* > 0 inside an atomic (not a race) */
+void (*cuemu_access_observer)(const void *addr, unsigned size, int write, void *pc);
+
+/* ---- shared regions and their shadow ----------------------------------------------------------- */
+typedef struct {
+    uint32_t w_epoch, r_epoch;      /* block-wide barrier epoch of the last write / read      */
+    uint32_t w_wep, r_wep;          /* the accessing warp's rendezvous count at that time     */
+    int32_t  w_tid, r_tid;          /* linear thread; r_tid -2: several readers               */
+    uint8_t  w_mask, r_mask;        /* bytes of the word                                      */
+    void    *w_pc, *r_pc;
+} shadow;
+
+typedef struct {
+    char *lo;
+    size_t n;
+    const char *name;
+    shadow *sh;
+    int dynamic;
+} region;
+
+#define MAX_REGIONS 256
+static region g_reg[MAX_REGIONS];
+static int g_nreg;
+static uintptr_t g_lo = UINTPTR_MAX, g_hi;     /* bounding box of every region */
+static uint32_t g_epoch = 1;
+static uint32_t g_wep[32];
+static int g_race_on = -1;
+static const cuemu_launch_desc *g_launch;
+
+static void bounds(void)
+{
+    g_lo = UINTPTR_MAX;
+    g_hi = 0;
+    for (int i = 0; i < g_nreg; i++) {
+        if (!g_reg[i].n) continue;
+        if ((uintptr_t)g_reg[i].lo < g_lo) g_lo = (uintptr_t)g_reg[i].lo;
+        if ((uintptr_t)g_reg[i].lo + g_reg[i].n > g_hi) g_hi = (uintptr_t)g_reg[i].lo + g_reg[i].n;
+    }
+}
+
+static void region_set(region *r, void *p, size_t n, const char *name, int dynamic)
+{
+    size_t words = (n + 3) / 4;
+    if (r->sh && r->n >= n) {
+        memset(r->sh, 0, words * sizeof *r->sh);
+    } else {
+        free(r->sh);
+        r->sh = (shadow *)calloc(words ? words : 1, sizeof *r->sh);
+    }
+    r->lo = (char *)p;
+    r->n = r->sh ? n : 0;
+    r->name = name;
+    r->dynamic = dynamic;
+}
+
+void cuemu_access_shared_var(void *p, size_t n, const char *name)
+{
+    for (int i = 0; i < g_nreg; i++)
+        if (g_reg[i].lo == (char *)p && !g_reg[i].dynamic) {
+            if (name && !g_reg[i].name) g_reg[i].name = name;
+            return;
+        }
+    if (g_nreg >= MAX_REGIONS - 1) return;
+    /* slot 0 is kept for the dynamic area */
+    if (g_nreg == 0) g_nreg = 1;
+    region_set(&g_reg[g_nreg++], p, n, name, 0);
+    bounds();
+}
+
+void cuemu_access_launch(const struct cuemu_launch_desc *d, void *dyn, size_t dyn_size, const char *dyn_name)
+{
+    g_launch = d;
+    if (g_race_on < 0) {
+        const char *e = getenv("CUEMU_RACECHECK");
+        g_race_on = !(e && e[0] == '0');
+    }
+    if (g_nreg == 0) g_nreg = 1;
+    region_set(&g_reg[0], dyn, dyn ? dyn_size : 0, dyn_name, 1);
+    bounds();
+}
+
+void cuemu_access_dyn_name(const char *name)
+{
+    if (g_nreg > 0) g_reg[0].name = name;
+}
+
+void cuemu_access_block(void)
+{
+    /* a new block: nothing written before can race with what its threads do */
+    g_epoch += 2;
+    memset(g_wep, 0, sizeof g_wep);
+}
+
+void cuemu_access_barrier(void) { g_epoch += 2; }
+
+void cuemu_access_warp_sync(unsigned warp)
+{
+    if (warp < 32) g_wep[warp]++;
+}
+
+/* ---- reports ------------------------------------------------------------------------------------ */
+static void site(void *pc, char *out, size_t n)
+{
+    cuemu_locate_pc(pc, out, n);
+}
+
+static void tid3(int linear, unsigned out[3])
+{
+    unsigned bx = cuemu_block_dim.x, by = cuemu_block_dim.y;
+    out[0] = (unsigned)linear % bx;
+    out[1] = ((unsigned)linear / bx) % by;
+    out[2] = (unsigned)linear / (bx * by);
+}
+
+static const char *var_desc(const region *r, const char *a, char *buf, size_t n)
+{
+    if (r->dynamic)
+        snprintf(buf, n, "extern __shared__ '%s' byte %td", r->name ? r->name : "?", a - r->lo);
+    else
+        snprintf(buf, n, "__shared__ '%s' byte %td (of %zu)", r->name ? r->name : "?", a - r->lo, r->n);
+    return buf;
+}
+
+static void race(const region *r, const char *a, const char *kind, int t_other, void *pc_other,
+                 const char *other_what, const char *this_what, void *pc)
+{
+    char s1[512], s2[512], v[200], msg[2048];
+    unsigned me[3], ot[3];
+    site(pc_other, s1, sizeof s1);
+    site(pc, s2, sizeof s2);
+    tid3((int)cuemu_cur->linear, me);
+    tid3(t_other < 0 ? 0 : t_other, ot);
+    char other[64];
+    if (t_other < 0) {
+        snprintf(other, sizeof other, "several threads");
+        other_what = "read";
+    }
+    else snprintf(other, sizeof other, "thread (%u,%u,%u)", ot[0], ot[1], ot[2]);
+    snprintf(msg, sizeof msg,
+             "shared memory race (%s) in kernel %s (launched at %s:%d), block (%u,%u,%u), on %s: "
+             "%s %s it at %s, and thread (%u,%u,%u) %s it at %s, with no __syncthreads() between "
+             "(the result depends on which thread runs first); launch aborted",
+             kind, g_launch ? g_launch->kernel : "?", g_launch ? g_launch->file : "?",
+             g_launch ? g_launch->line : 0, cuemu_block_idx.x, cuemu_block_idx.y, cuemu_block_idx.z,
+             var_desc(r, a, v, sizeof v), other, other_what, s1, me[0], me[1], me[2], this_what, s2);
+    cuemu_launch_abort(E_LAUNCH_FAILURE, 0, msg);
+}
+
+/* The compiler's alignment check (-fsanitize=alignment, recoverable, no runtime linked): it
+   calls this before a load or store through a pointer not aligned for its type, which for
+   CUDA's vector types (float4: 16 bytes) and scalars is what a GPU requires of an access. */
+struct ubsan_loc { const char *file; uint32_t line, column; };
+struct ubsan_type { uint16_t kind, info; char name[1]; };
+struct ubsan_mismatch {
+    struct ubsan_loc loc;
+    const struct ubsan_type *type;
+    unsigned char log_align;
+    unsigned char check_kind;
+};
+
+static void misaligned(struct ubsan_mismatch *d, uintptr_t p)
+{
+    if (!cuemu_cur || !p || !d) return;
+    unsigned align = 1u << d->log_align;
+    if (!(p & (align - 1))) return;
+    const char *space = NULL;
+    for (int i = 0; i < g_nreg; i++)
+        if (p - (uintptr_t)g_reg[i].lo < g_reg[i].n) { space = "shared memory"; break; }
+    cuemu_alloc_info ai;
+    if (!space && cuemu_alloc_lookup((const void *)p, &ai)) space = "global memory";
+    if (!space) return;                   /* a local variable: not the GPU's concern here */
+    /* check kinds 0 load, 1 store; the others (member access, reference binding...) come
+       with an access of the same alignment */
+    const char *what = d->check_kind == 0 ? "read" : d->check_kind == 1 ? "write" : "access";
+    char msg[1500];
+    unsigned me[3];
+    tid3((int)cuemu_cur->linear, me);
+    snprintf(msg, sizeof msg,
+             "misaligned %s of %s %s in kernel %s, block (%u,%u,%u), thread (%u,%u,%u) at %s:%u: "
+             "address %p is not a multiple of %u -> cudaErrorMisalignedAddress; launch at %s:%d "
+             "aborted", what, space, d->type ? d->type->name : "?",
+             g_launch ? g_launch->kernel : "?", cuemu_block_idx.x, cuemu_block_idx.y,
+             cuemu_block_idx.z, me[0], me[1], me[2], d->loc.file ? d->loc.file : "?", d->loc.line,
+             (void *)p, align, g_launch ? g_launch->file : "?", g_launch ? g_launch->line : 0);
+    cuemu_launch_abort(E_MISALIGNED, 1, msg);
+}
+
+void __ubsan_handle_type_mismatch_v1(struct ubsan_mismatch *d, uintptr_t p) { misaligned(d, p); }
+void __ubsan_handle_type_mismatch_v1_abort(struct ubsan_mismatch *d, uintptr_t p) { misaligned(d, p); }
+
+/* ---- no-access zones (the Python harness's guard zones around a DeviceBuffer) --------------------- */
+typedef struct { uintptr_t lo, hi, buf_lo, buf_hi; } zone;
+#define MAX_ZONES 4096
+static zone g_zone[MAX_ZONES];
+static int g_nzone;
+static uintptr_t g_zlo = UINTPTR_MAX, g_zhi;
+
+static void zone_bounds(void)
+{
+    g_zlo = UINTPTR_MAX;
+    g_zhi = 0;
+    for (int i = 0; i < g_nzone; i++) {
+        if (g_zone[i].lo < g_zlo) g_zlo = g_zone[i].lo;
+        if (g_zone[i].hi > g_zhi) g_zhi = g_zone[i].hi;
+    }
+}
+
+/* Exported for ctypes: bytes [p, p+n) of an allocation must not be touched by a kernel (on = 1)
+   or may be again (on = 0). A kernel that reads or writes them stops with
+   cudaErrorIllegalAddress and a report naming thread, line and how far outside [buf,
+   buf+buf_n) it went. Returns 0, or -1 when the table is full. */
+int cuemuNoAccess(void *p, size_t n, void *buf, size_t buf_n, int on)
+{
+    uintptr_t lo = (uintptr_t)p;
+    if (!on) {
+        for (int i = 0; i < g_nzone; i++)
+            if (g_zone[i].lo == lo) { g_zone[i] = g_zone[--g_nzone]; i--; }
+        zone_bounds();
+        return 0;
+    }
+    if (g_nzone >= MAX_ZONES || !n) return -1;
+    g_zone[g_nzone].lo = lo;
+    g_zone[g_nzone].hi = lo + n;
+    g_zone[g_nzone].buf_lo = (uintptr_t)buf;
+    g_zone[g_nzone].buf_hi = (uintptr_t)buf + buf_n;
+    g_nzone++;
+    zone_bounds();
+    return 0;
+}
+
+/* The runtime frees [lo, hi): zones inside it go with it. */
+void cuemu_access_forget(const void *lo, const void *hi)
+{
+    int before = g_nzone;
+    for (int i = 0; i < g_nzone; i++)
+        if (g_zone[i].lo >= (uintptr_t)lo && g_zone[i].lo < (uintptr_t)hi) { g_zone[i] = g_zone[--g_nzone]; i--; }
+    if (g_nzone != before) zone_bounds();
+}
+
+static void zone_hit(const zone *z, uintptr_t a, int write, void *pc)
+{
+    char s[512], msg[1500];
+    unsigned me[3];
+    site(pc, s, sizeof s);
+    tid3((int)cuemu_cur->linear, me);
+    long long off = a < z->buf_lo ? (long long)(z->buf_lo - a) : (long long)(a - z->buf_hi);
+    snprintf(msg, sizeof msg,
+             "out-of-bounds %s of global memory in kernel %s, block (%u,%u,%u), thread (%u,%u,%u) at "
+             "%s: address %p is %lld bytes %s of a %llu-byte buffer (in the guard zone the test "
+             "harness keeps around it); launch at %s:%d aborted", write ? "write" : "read",
+             g_launch ? g_launch->kernel : "?", cuemu_block_idx.x, cuemu_block_idx.y, cuemu_block_idx.z,
+             me[0], me[1], me[2], s, (void *)a, off, a < z->buf_lo ? "before the start" : "past the end",
+             (unsigned long long)(z->buf_hi - z->buf_lo), g_launch ? g_launch->file : "?",
+             g_launch ? g_launch->line : 0);
+    cuemu_launch_abort(700 /* cudaErrorIllegalAddress */, 1, msg);
+}
+
+/* ---- the check --------------------------------------------------------------------------------- */
+static void shared_access(region *r, const char *a, unsigned size, int write, void *pc)
+{
+    int me = (int)cuemu_cur->linear;
+    unsigned warp = cuemu_cur->warp < 32 ? cuemu_cur->warp : 31;
+    uint32_t wep = g_wep[warp];
+    size_t off = (size_t)(a - r->lo);
+    for (size_t w = off / 4; w * 4 < off + size && w * 4 < r->n; w++) {
+        shadow *s = &r->sh[w];
+        /* the bytes of this word the access covers */
+        size_t b0 = w * 4 > off ? 0 : off - w * 4;
+        size_t b1 = (w + 1) * 4 < off + size ? 4 : off + size - w * 4;
+        uint8_t mask = (uint8_t)(((1u << b1) - 1) & ~((1u << b0) - 1));
+        /* a conflicting earlier access: same barrier epoch, other thread, overlapping bytes,
+           and, for a thread of the same warp, no warp rendezvous since */
+#define UNORDERED(tid, ep, wp) ((ep) == g_epoch && (tid) != me && \
+        ((unsigned)(tid) / 32 != (unsigned)me / 32 || (wp) == wep))
+        if (s->w_mask & mask && UNORDERED(s->w_tid, s->w_epoch, s->w_wep))
+            race(r, a, write ? "write after write" : "read after write", s->w_tid, s->w_pc,
+                 "writes", write ? "writes" : "reads", pc);
+        if (write && (s->r_mask & mask) && s->r_epoch == g_epoch &&
+            (s->r_tid == -2 || UNORDERED(s->r_tid, s->r_epoch, s->r_wep)))
+            race(r, a, "write after read", s->r_tid, s->r_pc, "reads", "writes", pc);
+#undef UNORDERED
+        if (write) {
+            s->w_epoch = g_epoch;
+            s->w_wep = wep;
+            s->w_tid = me;
+            s->w_mask = mask;
+            s->w_pc = pc;
+        } else if (s->r_epoch == g_epoch && s->r_tid != me && (s->r_mask & mask)) {
+            s->r_tid = -2;
+            s->r_mask |= mask;
+        } else {
+            s->r_epoch = g_epoch;
+            s->r_wep = wep;
+            s->r_tid = me;
+            s->r_mask = mask;
+            s->r_pc = pc;
+        }
+    }
+}
+
+static inline void access(const void *addr, unsigned size, int write, void *pc)
+{
+    if (!cuemu_cur) return;
+    uintptr_t a = (uintptr_t)addr;
+    if (a >= g_lo && a < g_hi) {
+        for (int i = 0; i < g_nreg; i++) {
+            region *r = &g_reg[i];
+            if (a - (uintptr_t)r->lo < r->n) {
+                if (g_race_on && !cuemu_atomic_depth) shared_access(r, (const char *)addr, size, write, pc);
+                break;
+            }
+        }
+    } else if (a + size > g_zlo && a < g_zhi) {
+        for (int i = 0; i < g_nzone; i++)
+            if (a + size > g_zone[i].lo && a < g_zone[i].hi) zone_hit(&g_zone[i], a, write, pc);
+    }
+    if (cuemu_access_observer) cuemu_access_observer(addr, size, write, pc);
+}
+
+#define HOOK(N, T)                                                                      \
+    void __sanitizer_cov_load##N(T *p) { access(p, N, 0, __builtin_return_address(0)); } \
+    void __sanitizer_cov_store##N(T *p) { access(p, N, 1, __builtin_return_address(0)); }
+HOOK(1, uint8_t)
+HOOK(2, uint16_t)
+HOOK(4, uint32_t)
+HOOK(8, uint64_t)
+HOOK(16, __int128)
+#undef HOOK
