@@ -31,7 +31,7 @@ handout: python ## a student repository in HANDOUT=build/handout: no solutions/,
 grade-prereqs: $(if $(filter cpu,$(B)),$(EMU_REWRITE) $(EMU_RUNTIME) $(BUILD)/cpu/common/tut_check.o,$(BUILD)/gpu/common/tut_check.o)
 grade-vars:
 	@echo 'rewrite=$(abspath $(EMU_REWRITE))'
-	@echo 'cxx=$(CXX)'
+	@echo 'cxx=$(EMU_CXX)'
 	@echo 'cxxflags=$(subst -Iemu/,-I$(CURDIR)/emu/,$(EMU_CXXFLAGS))'
 	@echo 'runtime=$(abspath $(EMU_RUNTIME))'
 	@echo 'ldlibs=$(EMU_LDLIBS)'
