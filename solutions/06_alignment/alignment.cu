@@ -99,10 +99,11 @@ __global__ void copy_vec4_kernel(const float *__restrict__ src, float *__restric
 }
 
 /* A float4 load from p + offset_floats: legal only when that address is a multiple of 16. */
-__global__ void float4_load_kernel(const float *p, int offset_floats, float *out)
+__global__ void float4_load_kernel(const float *p, int offset_floats, float4 *out)
 {
-    float4 v = *(const float4 *)(p + offset_floats);
-    out[0] = v.x + v.y + v.z + v.w;
+    /* The whole vector is stored, so the compiler keeps one 16-byte load (summing here would let
+       it split the load into four 4-byte ones, which are legal at any float's address). */
+    *out = *(const float4 *)(p + offset_floats);
 }
 
 /* out[i] = mass * |pos|^2 (a moment of inertia about the origin), one body per thread. */
@@ -320,14 +321,15 @@ cleanup:
 extern "C" int float4_load(int offset_floats, float *h_sum)
 {
     int status = 0;
-    float *d = NULL;
+    float *d = NULL, v[4];
     TUT_REQUIRE(offset_floats >= 0 && offset_floats <= 60);
     CUDA_CHECK(cudaMalloc(&d, 64 * sizeof(float)));
     CUDA_CHECK(cudaMemset(d, 0, 64 * sizeof(float)));
-    float4_load_kernel<<<1, 1>>>(d, offset_floats, d + 60);
+    float4_load_kernel<<<1, 1>>>(d, offset_floats, (float4 *)(d + 60));
     CUDA_CHECK_LAUNCH();
     CUDA_CHECK(cudaDeviceSynchronize());
-    CUDA_CHECK(cudaMemcpy(h_sum, d + 60, sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(v, d + 60, sizeof v, cudaMemcpyDeviceToHost));
+    *h_sum = v[0] + v[1] + v[2] + v[3];
 cleanup:
     cudaFree(d);
     return status;
