@@ -843,6 +843,8 @@ static int report_fault(void)
             if (t) thread_desc(&b, t);
             sb_add(&b, " at %s: %s of %p in a %zu-byte allocation made at %s:%d and already "
                    "freed", where, what, addr, ai.size, ai.file ? ai.file : "(unknown)", ai.line);
+            if (ai.free_file)
+                sb_add(&b, " by the cudaFreeAsync at %s:%d", ai.free_file, ai.free_line);
         } else {
             sb_add(&b, "illegal address in kernel %s, ", g_desc->kernel);
             if (t) thread_desc(&b, t);
@@ -1067,9 +1069,13 @@ int cuemu_check_kernel_pointer(const cuemu_launch_desc *d, int index, const void
     cuemu_alloc_info ai;
     if (!p || cuemu_alloc_lookup(p, &ai)) return 0;
     if (cuemu_alloc_was_freed(p, &ai)) {
+        char freed[320] = "";
+        if (ai.free_file)
+            snprintf(freed, sizeof freed, ", freed by the cudaFreeAsync at %s:%d", ai.free_file,
+                     ai.free_line);
         cuemu_diag("argument %d of kernel %s (launched at %s:%d) points into device memory "
-                   "freed earlier (allocated at %s:%d)", index, d->kernel, d->file, d->line,
-                   ai.file ? ai.file : "(unknown)", ai.line);
+                   "freed earlier (allocated at %s:%d%s)", index, d->kernel, d->file, d->line,
+                   ai.file ? ai.file : "(unknown)", ai.line, freed);
         return 1;
     }
     cuemu_diag("argument %d of kernel %s (launched at %s:%d) is a host pointer (not from "

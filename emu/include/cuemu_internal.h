@@ -35,6 +35,8 @@ typedef struct {
     const char    *file;         /* call site of the allocating call, or NULL        */
     int            line;
     unsigned long  serial;       /* 1, 2, 3... in allocation order                    */
+    const char    *free_file;    /* call site of the cudaFreeAsync that freed it, or NULL */
+    int            free_line;
 } cuemu_alloc_info;
 
 /* 1 and *out filled when p lies in [base, base+size) of a live allocation, else 0. */

@@ -266,6 +266,8 @@ static void fill_info(const rt_block *b, cuemu_alloc_info *out)
     out->file = b->file;
     out->line = b->line;
     out->serial = b->serial;
+    out->free_file = b->free_file;
+    out->free_line = b->free_line;
 }
 
 void rt_freed_push(rt_block *b, int give_mapping)
@@ -439,8 +441,12 @@ cudaError_t rt_classify(const void *p, size_t count, const char *api, const char
     }
     rt_unlock();
     if (cuemu_alloc_was_freed(p, &fi)) {
-        cuemu_diag("%s: the %s pointer %p is in %s that was freed (%zu bytes, allocated at %s:%d)",
-                   api, role, p, kind_name(fi.kind), fi.size, site_file(fi.file), fi.line);
+        char freed[320] = "";
+        if (fi.free_file)
+            snprintf(freed, sizeof freed, ", freed by the cudaFreeAsync at %s:%d",
+                     site_file(fi.free_file), fi.free_line);
+        cuemu_diag("%s: the %s pointer %p is in %s that was freed (%zu bytes, allocated at %s:%d%s)",
+                   api, role, p, kind_name(fi.kind), fi.size, site_file(fi.file), fi.line, freed);
         return cudaErrorInvalidValue;
     }
     *loc = RT_LOC_HOST;
@@ -577,6 +583,16 @@ static cudaError_t bad_free(const char *api, void *p, const char *wants)
     return cudaErrorInvalidValue;
 }
 
+/* The call site of the free that rt_free_device_now is about to run (a queued cudaFreeAsync
+   knows it), so that a later use of the block names where it was freed. */
+static __thread const char *free_site_file;
+static __thread int free_site_line;
+void rt_free_site(const char *file, int line)
+{
+    free_site_file = file;
+    free_site_line = line;
+}
+
 cudaError_t rt_free_device_now(void *devPtr, const char *api)
 {
     int sticky = cuemu_sticky_error();
@@ -591,6 +607,10 @@ cudaError_t rt_free_device_now(void *devPtr, const char *api)
         return rt_err(sticky ? (cudaError_t)sticky : e);
     }
     rt_block_check_slack(b, api);
+    b->free_file = free_site_file;
+    b->free_line = free_site_line;
+    free_site_file = NULL;
+    free_site_line = 0;
     if (b->pool) rt_pool_return(b);
     else release_block(b);
     rt_unlock();

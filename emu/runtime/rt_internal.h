@@ -44,6 +44,8 @@ struct rt_block {
     const char    *file;
     int            line;
     unsigned long  serial;
+    const char    *free_file;   /* the cudaFreeAsync that freed it (a use after free names it) */
+    int            free_line;
     unsigned int   flags;       /* cudaHostAlloc / cudaHostRegister flags                  */
     int            slack_reported;
     struct rt_pool *pool;       /* set for cudaMallocAsync blocks                          */
@@ -142,6 +144,7 @@ void        rt_registry_clear_accesses(void);
 int         rt_block_protected(const rt_block *b);
 /* Frees a device allocation now (cudaFree's work, without its synchronisation). */
 cudaError_t rt_free_device_now(void *devPtr, const char *api);
+void rt_free_site(const char *file, int line);   /* where the next free was called */
 
 /* Memory ranges for copies and sets. */
 enum rt_loc { RT_LOC_HOST = 0, RT_LOC_DEVICE, RT_LOC_MANAGED, RT_LOC_PINNED };

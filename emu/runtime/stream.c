@@ -632,6 +632,7 @@ static void op_run(rt_op *op)
                            (cudaError_t)sticky, op->user);
         break;
     case RT_OP_FREE:
+        rt_free_site(op->file, op->line);
         rt_free_device_now(op->ptr, "cudaFreeAsync");
         break;
     default:

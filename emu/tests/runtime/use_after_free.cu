@@ -83,12 +83,23 @@ int main(void)
     OK(cudaFree(g));
     // Freed pool memory faults too.
     float *pa = NULL;
+    const int async_alloc_line = __LINE__ + 1;
     OK(cudaMallocAsync(&pa, 4096, 0));
+    const int async_free_line = __LINE__ + 1;
     OK(cudaFreeAsync(pa, 0));
     OK(cudaStreamSynchronize(0));             // the free is queued: it happens in stream order
     EXPECT(faults((volatile char *)pa, 0));
     EXPECT(cuemu_alloc_was_freed(pa, &info) == 1);
+    EXPECT(info.free_line == async_free_line && strstr(info.free_file, "use_after_free") != NULL);
     OK(cudaDeviceSynchronize());
+    // A kernel given the block after its cudaFreeAsync ran: both call sites are named.
+    write_n_kernel<<<1, 32>>>(pa, 32);
+    EXPECT_ERR(cudaGetLastError(), cudaErrorIllegalAddress);
+    snprintf(site, sizeof site, "freed earlier (allocated at %s:%d, freed by the cudaFreeAsync "
+             "at %s:%d)", __FILE__, async_alloc_line, __FILE__, async_free_line);
+    EXPECT(diag_has("argument 0 of kernel write_n_kernel") && diag_has(site));
+    OK(cudaDeviceReset());
+    cuemuClearDiagnostic();
 
     // The overrun a GPU hides: a kernel writes 24 floats past a 1000-float buffer. The bytes
     // between the end and the guard page are checked at the end of the launch, which runs
