@@ -249,6 +249,24 @@ def test_apply_twice(ctx):
             if leaked:
                 raise AssertionError(f"apply_twice leaked {leaked} bytes when its {which} "
                                      f"cudaMalloc failed: free everything on the error path")
+    # A failure after all three allocations succeeded: an out-of-memory error left pending
+    # (not consumed by cudaGetLastError) is what the first launch check then reads. A correct
+    # function may report it or not, but must not leak either way.
+    _, total = ctx.lib.mem_info()
+    tut.expect_cuda_error(ctx.lib, "cudaErrorMemoryAllocation",
+                          lambda: c_api(ctx.lib).try_malloc(2 * total),
+                          "cudaMalloc of twice the device", clear=False)
+    used = ctx.lib.mem_used()
+    x = tut.random_f32(ctx.rng, 1000)
+    try:
+        apply_twice(ctx.lib, x, 1.0, 0.0)
+    except tut.CudaError:
+        pass
+    ctx.lib.clear_last_error()
+    leaked = ctx.lib.mem_used() - used
+    if leaked:
+        raise AssertionError(f"apply_twice leaked {leaked} bytes when a call after its three "
+                             f"cudaMallocs failed: free all three on every error path")
 
 
 @CH.exercise(3, "process_chunked: an array larger than free device memory, in chunks")
