@@ -662,13 +662,14 @@ LIVE, LIVE_LOCK = set(), threading.Lock()
 
 
 class Workspace:
-    """A worker's private tree: the repository's Makefile, common/ and emu/ (links), a copy of
+    """A worker's private tree: the repository's Makefile, common/, emu/ and tools/ (links: the
+    Makefile includes tools/classroom.mk), a copy of
     one chapter's solutions, and a BUILD directory of its own that reuses the emulator runtime,
     rewriter and tut_check.o already built in the main BUILD."""
 
     def __init__(self, root, build):
         self.root, self.build, self.own_build = root, build, root / "build"
-        for name in ("Makefile", "common", "emu"):
+        for name in ("Makefile", "common", "emu", "tools"):
             (root / name).symlink_to(REPO / name)
         tut_check = self.own_build / "cpu" / "common" / "tut_check.o"
         tut_check.parent.mkdir(parents=True)

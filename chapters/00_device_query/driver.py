@@ -85,7 +85,11 @@ def query_device(lib, dev):
 
 
 def choose_device(lib, infos):
-    array = (DeviceInfo * len(infos))(*infos)
+    # One device more than count, after the end: the best of all (new, pools, 1 PiB), so a
+    # loop that runs one step too far picks it instead of reading whatever follows the array.
+    sentinel = DeviceInfo(name=b"past the end", major=9, minor=0, memory_pools_supported=1,
+                          total_global_mem=1 << 50)
+    array = (DeviceInfo * (len(infos) + 1))(*infos, sentinel)
     chosen = ctypes.c_int(-2)
     c_api(lib).choose_device(array, len(infos), ctypes.byref(chosen))
     return chosen.value

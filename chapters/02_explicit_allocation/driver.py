@@ -249,6 +249,22 @@ def test_apply_twice(ctx):
             if leaked:
                 raise AssertionError(f"apply_twice leaked {leaked} bytes when its {which} "
                                      f"cudaMalloc failed: free everything on the error path")
+    # A failure after all three cudaMallocs: h_x is NULL, so the first cudaMemcpy fails
+    # (cudaErrorInvalidValue, as a driver answers a NULL host pointer). A function that checks
+    # its arguments first refuses it before allocating (ValueError); either way, nothing leaks.
+    used = ctx.lib.mem_used()
+    out = tut.poisoned(1000, np.float32)
+    try:
+        c_api(ctx.lib).apply_twice(None, tut.ptr(out), out.size, 1.0, 0.0)
+    except (tut.CudaError, ValueError):
+        pass
+    else:
+        raise AssertionError("apply_twice with h_x = NULL reported success: the copy from "
+                             "NULL must fail, and its error come back as the status")
+    leaked = ctx.lib.mem_used() - used
+    if leaked:
+        raise AssertionError(f"apply_twice leaked {leaked} bytes when a call after its three "
+                             f"cudaMallocs failed: free all three on every error path")
 
 
 @CH.exercise(3, "process_chunked: an array larger than free device memory, in chunks")

@@ -430,6 +430,17 @@ def test_pinned_roundtrip(ctx):
             if memory_type(lib, mine.ctypes.data) != HOST:
                 raise AssertionError(f"pinned_roundtrip unregistered {which}, which it did "
                                      f"not register: undo only what you did")
+    # A failure after both are registered: the cudaMalloc cannot fit. Both must come back
+    # unregistered, h_out (registered last) as much as h_in.
+    with tut.device_ballast(lib, 96 * MiB if ctx.backend == "gpu" else 20 * MiB) as free:
+        h_in, h_out = page_aligned(int(free * 1.5)), page_aligned(int(free * 1.5))
+        tut.expect_cuda_error(lib, "cudaErrorMemoryAllocation",
+                              lambda: pinned_roundtrip(lib, h_in, h_out),
+                              f"pinned_roundtrip of {h_in.nbytes} bytes with {free} free")
+        for name, arr in (("h_in", h_in), ("h_out", h_out)):
+            if memory_type(lib, arr.ctypes.data) != UNREGISTERED:
+                raise AssertionError(f"{name} is still registered after pinned_roundtrip's "
+                                     f"cudaMalloc failed: unregister on the error path too")
 
 
 @CH.exercise(2, "stream_scale_shift: copy in, kernel, copy out on one stream, then sync")
@@ -444,6 +455,8 @@ def test_stream(ctx):
             got = stream_scale_shift(ctx.lib, h_x.array, h_y.array, a, b)
             tut.assert_close(got, ref_scale_shift(h_x.array, a, b), rtol=1e-6, atol=1e-6,
                              name=f"stream_scale_shift n={n}")
+    if ctx.backend == "cpu":
+        check_one_stream(ctx.lib, ctx.rng)
 
 
 @CH.exercise(3, "pipeline_run: chunks over several streams, an array larger than the budget")
@@ -486,22 +499,51 @@ def test_pipeline(ctx):
                      name=f"n={n} through {nstreams} x {chunk} floats")
 
 
-def check_round_robin(lib, rng):
-    """On the CPU backend the emulator logs the stream of every queued operation: chunk c's
-    kernel must go to stream c % nstreams (the pipeline's own streams, not stream 0)."""
+def stream_log(lib, call):
+    """CPU backend only: call(), then [(stream, kind)] for every operation it queued, as the
+    emulator logs them (stream 0: the legacy default stream, -1: per-thread; kind 1: a kernel,
+    2: a copy)."""
     log = lib.cdll.cuemuStreamLog
     log.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_int), ctypes.c_int]
     log.restype = ctypes.c_int
+    lib.cdll.cuemuStreamLogClear()
+    call()
+    count = log(None, None, 0)
+    ids = (ctypes.c_longlong * count)()
+    kinds = (ctypes.c_int * count)()
+    log(ids, kinds, count)
+    return [(ids[i], kinds[i]) for i in range(count)]
+
+
+def check_one_stream(lib, rng):
+    """A copy or the kernel left on the default stream gives the right numbers (the legacy
+    default stream waits for the blocking stream and the other way round) but serialises
+    against every other stream of the program: each of the three must be on the new stream."""
+    n = 1000
+    with PinnedArray(lib, n) as h_x, PinnedArray(lib, n) as h_y, \
+            tut.DeviceBuffer(lib, n * 4) as d_buf:
+        h_x.array[:] = tut.random_f32(rng, n)
+        ops = stream_log(lib, lambda: c_api(lib).stream_scale_shift(
+            tut.ptr(h_x.array), tut.ptr(h_y.array), d_buf.ptr, n, 1.0, 0.0))
+    kinds = [k for _, k in ops]
+    streams = [s for s, _ in ops]
+    if kinds != [2, 1, 2] or len(set(streams)) != 1 or streams[0] in (0, -1):
+        names = {1: "kernel", 2: "copy"}
+        raise AssertionError(f"stream_scale_shift queued {[names.get(k, k) for k in kinds]} on "
+                             f"streams {streams} (0 is the default stream): want copy in, "
+                             f"kernel, copy out, all three on the stream it created")
+
+
+def check_round_robin(lib, rng):
+    """On the CPU backend the emulator logs the stream of every queued operation: chunk c's
+    copy in, kernel and copy out must all go to stream c % nstreams (the pipeline's own
+    streams, not stream 0)."""
     for n, chunk, nstreams in ((1000, 64, 3), (4099, 256, 4), (700, 100, 1)):
         x = tut.random_f32(rng, n)
         with Pipeline(lib, chunk, nstreams, chunk * nstreams * 4) as pipe:
-            lib.cdll.cuemuStreamLogClear()
-            pipe.run(x, 1.0, 0.0)
-            count = log(None, None, 0)
-            ids = (ctypes.c_longlong * count)()
-            kinds = (ctypes.c_int * count)()
-            log(ids, kinds, count)
-        kernels = [ids[i] for i in range(count) if kinds[i] == 1]   # 1: a kernel launch
+            ops = stream_log(lib, lambda: pipe.run(x, 1.0, 0.0))
+        kernels = [s for s, k in ops if k == 1]
+        copies = [s for s, k in ops if k == 2]
         chunks = -(-n // chunk)
         if len(kernels) != chunks:
             raise AssertionError(f"pipeline_run n={n} chunk={chunk}: {len(kernels)} kernel "
@@ -512,6 +554,12 @@ def check_round_robin(lib, rng):
             raise AssertionError(f"pipeline_run n={n} chunk={chunk} streams={nstreams}: the "
                                  f"kernels went to streams {kernels[:12]}... (0 is the default "
                                  f"stream); chunk c must go to stream c % nstreams")
+        want = [k for k in kernels for _ in range(2)]
+        if copies != want:
+            raise AssertionError(f"pipeline_run n={n} chunk={chunk} streams={nstreams}: the "
+                                 f"copies went to streams {copies[:12]}... but the kernels to "
+                                 f"{kernels[:6]}... (0 is the default stream): a chunk's copy "
+                                 f"in and copy out go to its kernel's stream")
 
 
 @CH.exercise(4, "choose_chunk: the largest chunk within the budget that still overlaps")

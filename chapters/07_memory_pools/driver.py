@@ -697,7 +697,33 @@ def test_stream_ordered(ctx):
         if drop.stats()["reserved"] != 0:
             raise AssertionError(f"a pool with threshold 0 kept {drop.stats()['reserved']} "
                                  f"bytes across the synchronisation")
+        if ctx.backend == "cpu":
+            check_one_stream(lib, x, c, keep, s)
         keep.trim(0)
+
+
+def check_one_stream(lib, x, c, pool, stream):
+    """CPU backend only: the emulator logs the stream of every queued operation. Each scratch
+    buffer's allocation, both kernels and its free must go to the caller's stream: an
+    allocation on the default stream is not ordered with the non-blocking stream's work that
+    frees the block it may reuse."""
+    log = lib.cdll.cuemuStreamLog
+    log.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+    log.restype = ctypes.c_int
+    steps = 3
+    lib.cdll.cuemuStreamLogClear()
+    scratch_chain(lib, x, steps, c, pool, stream)
+    count = log(None, None, 0)
+    ids = (ctypes.c_longlong * count)()
+    kinds = (ctypes.c_int * count)()
+    log(ids, kinds, count)
+    streams = sorted(set(ids))
+    allocs = sum(1 for k in kinds if k == 6)   # 6: cudaMallocAsync (and FromPool)
+    if len(streams) != 1 or streams[0] in (0, -1) or allocs != steps + 1:
+        raise AssertionError(f"scratch_chain with {steps} steps queued {allocs} allocations "
+                             f"(want {steps + 1}) on streams {streams} (0 is the default "
+                             f"stream): every allocation, kernel, copy and free goes to the "
+                             f"stream given")
 
 
 # ---- checks of the lesson's other claims -------------------------------------------------------
