@@ -626,6 +626,23 @@ def device_ballast(lib, leave_free):
             lib.free_raw(handle.value)
 
 
+def stream_log(lib, call):
+    """CPU backend only: call(), then [(stream, kind)] for every operation it issued, as the
+    emulator logs them (cuemuStreamLog; stream 0: the legacy default stream, -1: per-thread,
+    1, 2, ...: created streams; kind 1 kernel, 2 copy, 3 set, 4 event record, 5 host function,
+    6 cudaMallocAsync, 7 cudaFreeAsync, 8 cudaStreamWaitEvent, 9 cudaMemPrefetchAsync)."""
+    log = lib.cdll.cuemuStreamLog
+    log.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+    log.restype = ctypes.c_int
+    lib.cdll.cuemuStreamLogClear()
+    call()
+    count = log(None, None, 0)
+    ids = (ctypes.c_longlong * count)()
+    kinds = (ctypes.c_int * count)()
+    log(ids, kinds, count)
+    return [(ids[i], kinds[i]) for i in range(count)]
+
+
 def random_f32(rng, *shape, scale=3.0, offset=0.5):
     """Random float32 inputs, asymmetric and never all zero, so that a kernel that swaps two
     operands or forgets an index gives a visibly wrong answer."""

@@ -499,22 +499,6 @@ def test_pipeline(ctx):
                      name=f"n={n} through {nstreams} x {chunk} floats")
 
 
-def stream_log(lib, call):
-    """CPU backend only: call(), then [(stream, kind)] for every operation it queued, as the
-    emulator logs them (stream 0: the legacy default stream, -1: per-thread; kind 1: a kernel,
-    2: a copy)."""
-    log = lib.cdll.cuemuStreamLog
-    log.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_int), ctypes.c_int]
-    log.restype = ctypes.c_int
-    lib.cdll.cuemuStreamLogClear()
-    call()
-    count = log(None, None, 0)
-    ids = (ctypes.c_longlong * count)()
-    kinds = (ctypes.c_int * count)()
-    log(ids, kinds, count)
-    return [(ids[i], kinds[i]) for i in range(count)]
-
-
 def check_one_stream(lib, rng):
     """A copy or the kernel left on the default stream gives the right numbers (the legacy
     default stream waits for the blocking stream and the other way round) but serialises
@@ -523,7 +507,7 @@ def check_one_stream(lib, rng):
     with PinnedArray(lib, n) as h_x, PinnedArray(lib, n) as h_y, \
             tut.DeviceBuffer(lib, n * 4) as d_buf:
         h_x.array[:] = tut.random_f32(rng, n)
-        ops = stream_log(lib, lambda: c_api(lib).stream_scale_shift(
+        ops = tut.stream_log(lib, lambda: c_api(lib).stream_scale_shift(
             tut.ptr(h_x.array), tut.ptr(h_y.array), d_buf.ptr, n, 1.0, 0.0))
     kinds = [k for _, k in ops]
     streams = [s for s, _ in ops]
@@ -541,7 +525,7 @@ def check_round_robin(lib, rng):
     for n, chunk, nstreams in ((1000, 64, 3), (4099, 256, 4), (700, 100, 1)):
         x = tut.random_f32(rng, n)
         with Pipeline(lib, chunk, nstreams, chunk * nstreams * 4) as pipe:
-            ops = stream_log(lib, lambda: pipe.run(x, 1.0, 0.0))
+            ops = tut.stream_log(lib, lambda: pipe.run(x, 1.0, 0.0))
         kernels = [s for s, k in ops if k == 1]
         copies = [s for s, k in ops if k == 2]
         chunks = -(-n // chunk)

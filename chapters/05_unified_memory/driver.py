@@ -234,6 +234,18 @@ def check_on_host(lib, m, what):
 
 
 # ---- exercises ------------------------------------------------------------------------------------
+def check_one_stream(lib, call, what):
+    """CPU backend only: every prefetch and kernel call() issues must go to one stream the
+    function created. The default stream gives the same numbers (it waits for a blocking
+    stream, and the other way round) but serialises against every other stream of the program."""
+    ops = [(s, k) for s, k in tut.stream_log(lib, call) if k in (1, 9)]   # kernels, prefetches
+    streams = sorted({s for s, _ in ops})
+    if not ops or len(streams) != 1 or streams[0] in (0, -1):
+        raise AssertionError(f"{what}: its prefetches and kernels went to streams {streams} "
+                             f"(0: the default stream): put every one on the stream you "
+                             f"created")
+
+
 @CH.exercise(1, "managed_scale_shift: prefetch in, kernel, prefetch back, synchronise")
 def test_managed_scale_shift(ctx):
     lib = ctx.lib
@@ -250,6 +262,9 @@ def test_managed_scale_shift(ctx):
                              name=f"managed_scale_shift n={n}")
             assert m.address == address and m.array.ctypes.data == address
             check_on_host(lib, m, f"managed_scale_shift n={n}")
+            if ctx.backend == "cpu":
+                check_one_stream(lib, lambda: managed_scale_shift(lib, m, a, b),
+                                 f"managed_scale_shift n={n}")
 
 
 @CH.exercise(2, "lut_gather: a read-mostly table every SM reads, and the host too")
@@ -380,6 +395,9 @@ def test_in_passes(ctx):
                 raise AssertionError(f"managed_in_passes n={n}, {chunk} floats per pass: "
                                      f"reported {passes} passes, want {want}")
             check_on_host(lib, m, f"managed_in_passes budget={budget}")
+            if ctx.backend == "cpu":
+                check_one_stream(lib, lambda: in_passes(lib, m, budget, a, b),
+                                 f"managed_in_passes n={n} budget={budget}")
             if counter:   # the emulator counted what the prefetches put on the device at once
                 peak = counter()[1]
                 if peak > min(budget, 4 * n) + slack:

@@ -707,16 +707,9 @@ def check_one_stream(lib, x, c, pool, stream):
     buffer's allocation, both kernels and its free must go to the caller's stream: an
     allocation on the default stream is not ordered with the non-blocking stream's work that
     frees the block it may reuse."""
-    log = lib.cdll.cuemuStreamLog
-    log.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_int), ctypes.c_int]
-    log.restype = ctypes.c_int
     steps = 3
-    lib.cdll.cuemuStreamLogClear()
-    scratch_chain(lib, x, steps, c, pool, stream)
-    count = log(None, None, 0)
-    ids = (ctypes.c_longlong * count)()
-    kinds = (ctypes.c_int * count)()
-    log(ids, kinds, count)
+    ops = tut.stream_log(lib, lambda: scratch_chain(lib, x, steps, c, pool, stream))
+    ids, kinds = [i for i, _ in ops], [k for _, k in ops]
     streams = sorted(set(ids))
     allocs = sum(1 for k in kinds if k == 6)   # 6: cudaMallocAsync (and FromPool)
     if len(streams) != 1 or streams[0] in (0, -1) or allocs != steps + 1:

@@ -781,7 +781,8 @@ void cuemu_site(const char *file, int line);
    entries since the last cuemuStreamLogClear into stream_ids (0: the legacy default stream,
    -1: cudaStreamPerThread, 1, 2, ...: streams in creation order) and kinds (1 kernel,
    2 copy, 3 set, 4 event record, 5 host function, 6 cudaMallocAsync, 7 cudaFreeAsync,
-   8 cudaStreamWaitEvent); returns how many were logged (may exceed max). */
+   8 cudaStreamWaitEvent, 9 cudaMemPrefetchAsync, logged at the call: a prefetch is a hint
+   the emulator carries out at once); returns how many were logged (may exceed max). */
 int  cuemuStreamLog(long long *stream_ids, int *kinds, int max);
 void cuemuStreamLogClear(void);
 

@@ -1175,8 +1175,35 @@ static int managed_last_prefetch(const rt_block *b, const char *p, size_t count)
     return b->pages[first];
 }
 
+/* cudaMemAdviseSet/UnsetReadMostly on the pages [p, p + count) touches. */
+static void managed_read_mostly(rt_block *b, const char *p, size_t count, int on)
+{
+    size_t first, last, npages;
+    managed_pages(b, b->base, b->size, &first, &npages);
+    if (!b->rm_pages) {
+        if (!on) return;
+        b->rm_pages = (unsigned char *)calloc(npages, 1);
+        if (!b->rm_pages) return;   /* out of host memory: the advice is not tracked */
+    }
+    managed_pages(b, p, count, &first, &last);
+    for (size_t i = first; i < last && i < npages; i++) b->rm_pages[i] = (unsigned char)on;
+}
+
+/* cudaMemRangeAttributeReadMostly: 1 only if every page of the range is read-mostly. */
+static int managed_is_read_mostly(const rt_block *b, const char *p, size_t count)
+{
+    size_t first, last;
+    if (!b->rm_pages) return 0;
+    managed_pages(b, p, count, &first, &last);
+    for (size_t i = first; i < last; i++)
+        if (!b->rm_pages[i]) return 0;
+    return 1;
+}
+
 static void managed_forget(rt_block *b)
 {
+    free(b->rm_pages);
+    b->rm_pages = NULL;
     if (b->pages) {
         size_t first, npages;
         managed_pages(b, b->base, b->size, &first, &npages);
@@ -1239,6 +1266,7 @@ cudaError_t (cudaMemPrefetchAsync)(const void *devPtr, size_t count, struct cuda
         rt_block *b = rt_registry_find(devPtr);
         if (b) managed_record_prefetch(b, (const char *)devPtr, count, location.type, location.id);
         rt_unlock();
+        rt_stream_log_note(stream, RT_LOG_PREFETCH);
     }
     return rt_err(e);
 }
@@ -1257,13 +1285,14 @@ cudaError_t (cudaMemAdvise)(const void *devPtr, size_t count, enum cudaMemoryAdv
     if (e == cudaErrorInvalidDevice) e = cudaErrorInvalidValue;
     if (e == cudaSuccess) e = check_managed(devPtr, count, "cudaMemAdvise");
     if (e != cudaSuccess) return rt_err(e);
-    /* Kept per allocation, not per page: advice on part of an allocation applies to all of it. */
+    /* Read-mostly is kept per page, as on a GPU (advice on part of an allocation covers the
+       pages of that part); the other advice per allocation. */
     rt_lock();
     rt_block *b = rt_registry_find(devPtr);
     int bit = location.type == cudaMemLocationTypeDevice ? 1 : 2;
     if (b) switch (advice) {
-    case cudaMemAdviseSetReadMostly: b->read_mostly = 1; break;
-    case cudaMemAdviseUnsetReadMostly: b->read_mostly = 0; break;
+    case cudaMemAdviseSetReadMostly: managed_read_mostly(b, (const char *)devPtr, count, 1); break;
+    case cudaMemAdviseUnsetReadMostly: managed_read_mostly(b, (const char *)devPtr, count, 0); break;
     case cudaMemAdviseSetPreferredLocation:
         b->pref_type = location.type;
         b->pref_id = location.type == cudaMemLocationTypeDevice ? location.id : 0;
@@ -1298,7 +1327,9 @@ cudaError_t (cudaMemRangeGetAttribute)(void *data, size_t dataSize, enum cudaMem
     rt_lock();
     rt_block *b = rt_registry_find(devPtr);
     switch (attribute) {
-    case cudaMemRangeAttributeReadMostly: *out = b->read_mostly; break;
+    case cudaMemRangeAttributeReadMostly:
+        *out = managed_is_read_mostly(b, (const char *)devPtr, count);
+        break;
     case cudaMemRangeAttributePreferredLocation: *out = location_as_device(b->pref_type, b->pref_id); break;
     case cudaMemRangeAttributePreferredLocationType: *out = b->pref_type; break;
     case cudaMemRangeAttributePreferredLocationId: *out = b->pref_id; break;
@@ -1342,6 +1373,7 @@ void rt_memory_reset(void)
         rt_block *b = reg[i];
         if (b->data) munmap(b->ext, b->ext_len);
         free(b->pages);
+        free(b->rm_pages);
         free(b->acc_list);
         free(b);
     }

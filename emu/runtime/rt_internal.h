@@ -50,7 +50,8 @@ struct rt_block {
     int            slack_reported;
     struct rt_pool *pool;       /* set for cudaMallocAsync blocks                          */
     /* managed memory: the hints, kept per allocation (cudaMemRangeGetAttribute reads them) */
-    int            read_mostly, accessed_by;
+    int            accessed_by;
+    unsigned char *rm_pages;    /* managed: read-mostly advice, per page (NULL: none given)   */
     int            pref_type, pref_id, prefetch_type, prefetch_id;
     unsigned char *pages;       /* managed: each page's last prefetch location type (0: none) */
     rt_block      *next_free;   /* pool free list                                          */
@@ -112,7 +113,10 @@ cudaError_t rt_sync_point(const char *what);
 
 /* ---- the queue of asynchronous work (stream.c) ------------------------------------------- */
 enum rt_op_kind { RT_OP_KERNEL = 1, RT_OP_COPY, RT_OP_SET, RT_OP_EVENT, RT_OP_HOSTFN,
-                  RT_OP_ALLOC, RT_OP_FREE, RT_OP_WAIT };
+                  RT_OP_ALLOC, RT_OP_FREE, RT_OP_WAIT,
+                  RT_LOG_PREFETCH = 9 /* logged only: a prefetch runs at the call (a hint) */ };
+/* Note in the stream log (cuemuStreamLog) a call that is not queued, with its stream. */
+void rt_stream_log_note(cudaStream_t stream, int kind);
 typedef struct rt_op rt_op;
 struct rt_acc_ref { rt_op *op; int idx; };
 /* A new operation for `api`, carrying the call site cuemu_site() recorded (if any). */

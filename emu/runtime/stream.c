@@ -129,6 +129,18 @@ int cuemuStreamLog(long long *stream_ids, int *kinds, int max)
     return n;
 }
 
+static struct CUstream_st *resolve(cudaStream_t s);
+void rt_stream_log_note(cudaStream_t stream, int kind)
+{
+    rt_lock();
+    if (log_n < LOG_CAP) {
+        log_ids[log_n] = resolve(stream)->id;
+        log_kinds[log_n] = kind;
+    }
+    log_n++;
+    rt_unlock();
+}
+
 void cuemuStreamLogClear(void)
 {
     rt_lock();
