@@ -398,7 +398,8 @@ static void build_rows(void)
         if (!r) {
             r = &g_rows[g_nrows++];
             r->kernel = s->kernel;
-            snprintf(r->where, sizeof r->where, "%s", where);
+            where[sizeof r->where - 1] = 0;
+            memcpy(r->where, where, sizeof r->where);
             r->write = s->write;
             r->shared = s->shared;
         }
