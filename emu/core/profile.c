@@ -108,7 +108,9 @@ static size_t g_npend;                   /* requests not yet counted */
 static int g_on = -1, g_env, g_seen_access, g_ran_kernel, g_overflowed;
 static const char *g_kernel;
 static unsigned g_block_threads;
-static uintptr_t g_glo, g_ghi;            /* the last allocation found (a cache) */
+#define GCACHE 8
+static uintptr_t g_glo[GCACHE], g_ghi[GCACHE];   /* allocations found lately (a cache) */
+static unsigned g_gnext;
 
 static inline size_t hash3(uintptr_t pc, uint32_t warp, uint32_t k)
 {
@@ -141,12 +143,6 @@ static void stat_add(const request *r, unsigned long long units)
     s->lanes += r->n;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Counts one request: distinct sectors (global) or the worst bank's distinct words (shared). */
 static void finish(request *r)
 {
@@ -159,7 +155,13 @@ static void finish(request *r)
     for (uint32_t i = 0; i < r->n; i++)
         for (uint64_t x = r->addr[i] >> shift; x <= (r->addr[i] + r->size[i] - 1) >> shift && m < 160; x++)
             u[m++] = x;
-    qsort(u, m, sizeof *u, cmp_u64);
+    /* lanes' addresses mostly ascend already: an insertion sort is linear then */
+    for (size_t i = 1; i < m; i++) {
+        uint64_t v = u[i];
+        size_t j = i;
+        while (j > 0 && u[j - 1] > v) { u[j] = u[j - 1]; j--; }
+        u[j] = v;
+    }
     size_t distinct = 0;
     unsigned per_bank[32] = {0};
     for (size_t i = 0; i < m; i++) {
@@ -278,13 +280,17 @@ static void observe(const void *addr, unsigned size, int write, void *pc)
     int shared;
     if (cuemu_access_in_shared(addr)) {
         shared = 1;
-    } else if (a >= g_glo && a < g_ghi) {
-        shared = 0;
     } else {
-        cuemu_alloc_info ai;
-        if (!cuemu_alloc_lookup(addr, &ai)) return;      /* a local variable, a constant... */
-        g_glo = (uintptr_t)ai.base;
-        g_ghi = (uintptr_t)ai.base + ai.size;
+        int hit = 0;
+        for (unsigned i = 0; i < GCACHE; i++)
+            if (a - g_glo[i] < g_ghi[i] - g_glo[i]) { hit = 1; break; }
+        if (!hit) {
+            cuemu_alloc_info ai;
+            if (!cuemu_alloc_lookup(addr, &ai)) return;  /* a local variable, a constant... */
+            g_glo[g_gnext] = (uintptr_t)ai.base;
+            g_ghi[g_gnext] = (uintptr_t)ai.base + ai.size;
+            g_gnext = (g_gnext + 1) % GCACHE;
+        }
         shared = 0;
     }
     uint32_t warp = cuemu_cur->warp, lane = cuemu_cur->lane & 31;
@@ -312,7 +318,8 @@ void cuemu_profile_launch(const struct cuemu_launch_desc *d)
     flush();
     g_kernel = d && d->kernel ? d->kernel : "?";
     g_ran_kernel = 1;
-    g_glo = g_ghi = 0;
+    memset(g_glo, 0, sizeof g_glo);
+    memset(g_ghi, 0, sizeof g_ghi);
 }
 
 void cuemu_profile_block(void)
