@@ -36,9 +36,9 @@
  *     a double each give 2 wavefronts, as the hardware's two passes, although Nsight Compute
  *     does not call that a conflict;
  *   - requests only count lanes' addresses: sector and wavefront counts, not cache hits, not
- *     time. A kernel with many pending requests (a long loop per thread between barriers) keeps
- *     at most PENDING_MAX of them; beyond that the oldest are counted with the lanes seen so
- *     far (a note says so).
+ *     time. A block with many pending requests (a long loop per thread between barriers) keeps
+ *     at most PENDING_MAX of them; beyond that they are counted with the lanes seen so far and
+ *     the rest of the block is not counted (the report says so).
  *
  * Interface (exported, for C programs and for Python through ctypes; see cuda_runtime.h):
  *   cuemuProfileEnable(on)     starts (1) or stops (0) counting; returns the previous state.
@@ -81,30 +81,32 @@ static pc_stat *g_stat;
 static size_t g_nstat, g_capstat;
 
 /* ---- per-block pairing state --------------------------------------------------------------- */
-typedef struct {                 /* (warp, pc) -> how many times each lane executed it */
-    void *pc;
-    uint32_t gen, warp;
-    uint32_t cnt[32];
-} lane_ctr;
-
-typedef struct {                 /* (warp, pc, k) -> the lanes' addresses so far */
-    void *pc;
-    uint32_t gen, warp, k;
+typedef struct {                 /* the k-th execution of one instruction by one warp's lanes */
     uint32_t n;                  /* lanes seen */
     uint8_t  done, write, shared;
+    void *pc;
     const char *kernel;
     uintptr_t addr[32];
     uint8_t size[32];
 } request;
 
+/* (warp, pc) -> how many times each lane executed it, and its requests k = head.. in order:
+   lanes walk the array front to back, so it stays in cache; counted ones are dropped from the
+   front */
+typedef struct {
+    void *pc;
+    uint32_t gen, warp;
+    uint32_t cnt[32];
+    uint32_t base;               /* k of req[0] */
+    uint32_t head, len, cap;     /* req[head..len) may be pending */
+    request *req;
+} lane_ctr;
+
 static lane_ctr *g_ctr;
 static size_t g_capctr, g_nctr;
-static request *g_req;
-static size_t g_capreq, g_nreq;          /* g_nreq: slots used this generation (done or not) */
-static uint32_t *g_live;                 /* indices of this generation's requests */
-static size_t g_nlive, g_caplive;
 static uint32_t g_gen = 1;
 static size_t g_npend;                   /* requests not yet counted */
+static int g_skip_block;                 /* this block overflowed: not counted further */
 static int g_on = -1, g_env, g_seen_access, g_ran_kernel, g_overflowed;
 static const char *g_kernel;
 static unsigned g_block_threads;
@@ -112,9 +114,9 @@ static unsigned g_block_threads;
 static uintptr_t g_glo[GCACHE], g_ghi[GCACHE];   /* allocations found lately (a cache) */
 static unsigned g_gnext;
 
-static inline size_t hash3(uintptr_t pc, uint32_t warp, uint32_t k)
+static inline size_t hash2(uintptr_t pc, uint32_t warp)
 {
-    uint64_t h = (uint64_t)pc * 0x9E3779B97F4A7C15ull ^ ((uint64_t)warp << 32 | k) * 0xC2B2AE3D27D4EB4Full;
+    uint64_t h = (uint64_t)pc * 0x9E3779B97F4A7C15ull ^ (uint64_t)warp * 0xC2B2AE3D27D4EB4Full;
     return (size_t)(h ^ (h >> 29));
 }
 
@@ -178,15 +180,17 @@ static void finish(request *r)
     stat_add(r, units);
 }
 
-/* The block ended (or the table is full): count what is pending, forget the pairing state. */
+/* The block ended (or too much is pending): count what is pending, forget the pairing state. */
 static void flush(void)
 {
-    for (size_t i = 0; i < g_nlive; i++) {
-        request *r = &g_req[g_live[i]];
-        if (r->gen == g_gen) finish(r);
+    for (size_t i = 0; i < g_capctr; i++) {
+        lane_ctr *c = &g_ctr[i];
+        if (c->gen != g_gen) continue;
+        for (uint32_t j = c->head; j < c->len; j++) finish(&c->req[j]);
+        free(c->req);
+        c->req = NULL;
+        c->gen = 0;
     }
-    g_nlive = 0;
-    g_nreq = 0;
     g_nctr = 0;
     g_npend = 0;
     g_gen++;
@@ -195,12 +199,12 @@ static void flush(void)
 static lane_ctr *ctr_find(void *pc, uint32_t warp)
 {
     if (2 * (g_nctr + 1) > g_capctr) {
-        size_t cap = g_capctr ? 2 * g_capctr : 1024;
+        size_t cap = g_capctr ? 2 * g_capctr : 256;
         lane_ctr *n = (lane_ctr *)calloc(cap, sizeof *n);
         if (!n) return NULL;
         for (size_t i = 0; i < g_capctr; i++) {
             if (g_ctr[i].gen != g_gen) continue;
-            size_t j = hash3((uintptr_t)g_ctr[i].pc, g_ctr[i].warp, 0) & (cap - 1);
+            size_t j = hash2((uintptr_t)g_ctr[i].pc, g_ctr[i].warp) & (cap - 1);
             while (n[j].gen == g_gen) j = (j + 1) & (cap - 1);
             n[j] = g_ctr[i];
         }
@@ -208,74 +212,64 @@ static lane_ctr *ctr_find(void *pc, uint32_t warp)
         g_ctr = n;
         g_capctr = cap;
     }
-    size_t j = hash3((uintptr_t)pc, warp, 0) & (g_capctr - 1);
+    size_t j = hash2((uintptr_t)pc, warp) & (g_capctr - 1);
     while (g_ctr[j].gen == g_gen) {
         if (g_ctr[j].pc == pc && g_ctr[j].warp == warp) return &g_ctr[j];
         j = (j + 1) & (g_capctr - 1);
     }
-    g_ctr[j].gen = g_gen;
-    g_ctr[j].pc = pc;
-    g_ctr[j].warp = warp;
-    memset(g_ctr[j].cnt, 0, sizeof g_ctr[j].cnt);
+    lane_ctr *c = &g_ctr[j];
+    memset(c, 0, sizeof *c);
+    c->gen = g_gen;
+    c->pc = pc;
+    c->warp = warp;
     g_nctr++;
-    return &g_ctr[j];
+    return c;
 }
 
-static request *req_find(void *pc, uint32_t warp, uint32_t k)
+/* Request k of (warp, pc): an existing one, or a new one at the end (k == base + len). */
+static request *req_find(lane_ctr *c, uint32_t k)
 {
+    if (k < c->base + c->head) return NULL;            /* already counted */
+    if (k < c->base + c->len) return &c->req[k - c->base];
     if (g_npend + 1 > PENDING_MAX) {
+        /* count what is there with the lanes seen so far, and leave the rest of the block out:
+           pairing again from scratch would count every later access as its own request */
         g_overflowed = 1;
         flush();
+        g_skip_block = 1;
+        return NULL;
     }
-    if (2 * (g_nreq + 1) > g_capreq) {
-        size_t cap = g_capreq ? 2 * g_capreq : 1024;
-        request *n = (request *)calloc(cap, sizeof *n);
-        if (!n) return NULL;
-        g_nlive = 0;
-        for (size_t i = 0; i < g_capreq; i++) {
-            if (g_req[i].gen != g_gen || g_req[i].done) continue;
-            size_t j = hash3((uintptr_t)g_req[i].pc, g_req[i].warp, g_req[i].k) & (cap - 1);
-            while (n[j].gen == g_gen) j = (j + 1) & (cap - 1);
-            n[j] = g_req[i];
+    if (c->len == c->cap) {
+        if (c->head > c->len / 2) {                    /* reuse the counted front */
+            memmove(c->req, c->req + c->head, (c->len - c->head) * sizeof *c->req);
+            c->base += c->head;
+            c->len -= c->head;
+            c->head = 0;
+        } else {
+            uint32_t cap = c->cap ? 2 * c->cap : 8;
+            request *r = (request *)realloc(c->req, cap * sizeof *r);
+            if (!r) return NULL;
+            c->req = r;
+            c->cap = cap;
         }
-        /* the done ones are dropped: rebuild the live list */
-        g_nreq = 0;
-        if (g_caplive < cap / 2 + 1) {
-            uint32_t *l = (uint32_t *)realloc(g_live, (cap / 2 + 1) * sizeof *l);
-            if (!l) { free(n); return NULL; }
-            g_live = l;
-            g_caplive = cap / 2 + 1;
-        }
-        for (size_t j = 0; j < cap; j++)
-            if (n[j].gen == g_gen) { g_live[g_nlive++] = (uint32_t)j; g_nreq++; }
-        free(g_req);
-        g_req = n;
-        g_capreq = cap;
     }
-    size_t j = hash3((uintptr_t)pc, warp, k) & (g_capreq - 1);
-    while (g_req[j].gen == g_gen) {
-        if (g_req[j].pc == pc && g_req[j].warp == warp && g_req[j].k == k) return &g_req[j];
-        j = (j + 1) & (g_capreq - 1);
+    while (c->base + c->len <= k) {                    /* k == base + len, unless skipped */
+        request *r = &c->req[c->len++];
+        r->n = 0;
+        r->done = 0;
+        r->pc = c->pc;
+        r->kernel = g_kernel;
+        g_npend++;
+        if (c->len == c->cap) break;
     }
-    request *r = &g_req[j];
-    r->gen = g_gen;
-    r->pc = pc;
-    r->warp = warp;
-    r->k = k;
-    r->n = 0;
-    r->done = 0;
-    r->kernel = g_kernel;
-    g_nreq++;
-    g_npend++;
-    g_live[g_nlive++] = (uint32_t)j;
-    return r;
+    return k < c->base + c->len ? &c->req[k - c->base] : NULL;
 }
 
 static void observe(const void *addr, unsigned size, int write, void *pc)
 {
     if (!cuemu_cur) return;
     g_seen_access = 1;
-    if (cuemu_atomic_depth) return;
+    if (cuemu_atomic_depth || g_skip_block) return;
     uintptr_t a = (uintptr_t)addr;
     int shared;
     if (cuemu_access_in_shared(addr)) {
@@ -297,7 +291,7 @@ static void observe(const void *addr, unsigned size, int write, void *pc)
     lane_ctr *c = ctr_find(pc, warp);
     if (!c) return;
     uint32_t k = c->cnt[lane]++;
-    request *r = req_find(pc, warp, k);
+    request *r = req_find(c, k);
     if (!r || r->done || r->n >= 32) return;
     if (r->n == 0) {
         r->write = (uint8_t)write;
@@ -308,7 +302,10 @@ static void observe(const void *addr, unsigned size, int write, void *pc)
     r->n++;
     unsigned lanes = g_block_threads - warp * 32;
     if (lanes > 32) lanes = 32;
-    if (r->n >= lanes) finish(r);
+    if (r->n >= lanes) {
+        finish(r);
+        while (c->head < c->len && c->req[c->head].done) c->head++;
+    }
 }
 
 /* ---- hooks from access.c ------------------------------------------------------------------- */
@@ -326,6 +323,7 @@ void cuemu_profile_block(void)
 {
     if (g_on <= 0) return;
     flush();
+    g_skip_block = 0;
     g_block_threads = cuemu_block_dim.x * cuemu_block_dim.y * cuemu_block_dim.z;
 }
 
@@ -482,8 +480,9 @@ const char *cuemuProfileReport(void)
     OUT("  global: 32-byte sectors per request (1 float per lane, coalesced: 4; stride 32: 32); "
         "shared: extra passes per request from lanes touching different words of one bank\n");
     if (g_overflowed)
-        OUT("  note: some requests were counted before all their lanes arrived (more than %u "
-            "pending in a block)\n", PENDING_MAX);
+        OUT("  note: incomplete: a block had more than %u requests waiting for their other "
+            "lanes (long loops per thread); its requests so far were counted with the lanes "
+            "seen, the rest of that block not at all\n", PENDING_MAX);
 #undef OUT
     return g_text;
 }
