@@ -209,6 +209,9 @@ def _global_sectors(lib, kernel, run):
     try:
         run()
         if cd.cuemuProfileAvailable() != 1:
+            print(f"note: {kernel}'s coalescing is not checked: the emulator's memory-access "
+                  f"profile needs its clang build (this one has no load/store hooks)",
+                  file=sys.stderr)
             return None
         rows = []
         for i in range(cd.cuemuProfileRows()):
