@@ -195,6 +195,37 @@ def test_blocks_for(ctx):
                 raise AssertionError(f"blocks_for({n}, {block}) = {got}, want {want}")
 
 
+def _global_sectors(lib, kernel, run):
+    """The CPU emulator's memory-access profile (counted, not timed) of run(): per source line
+    of kernel's global accesses, (where, "read"/"write", requests, 32-byte sectors). None on
+    the GPU backend or where the profile is unavailable (an emulator built without clang)."""
+    cd = lib.cdll
+    if lib.backend != "cpu" or getattr(cd, "cuemuProfileEnable", None) is None:
+        return None
+    cd.cuemuProfileRow.argtypes = [I, ctypes.c_char_p, I, ctypes.c_char_p, I,
+                                   ctypes.POINTER(ctypes.c_longlong)]
+    was = cd.cuemuProfileEnable(1)
+    cd.cuemuProfileReset()
+    try:
+        run()
+        if cd.cuemuProfileAvailable() != 1:
+            print(f"note: {kernel}'s coalescing is not checked: the emulator's memory-access "
+                  f"profile needs its clang build (this one has no load/store hooks)",
+                  file=sys.stderr)
+            return None
+        rows = []
+        for i in range(cd.cuemuProfileRows()):
+            name, where = ctypes.create_string_buffer(256), ctypes.create_string_buffer(512)
+            out = (ctypes.c_longlong * 5)()
+            if cd.cuemuProfileRow(i, name, 256, where, 512, out) == 0 and out[1] == 0 and \
+                    name.value.decode().startswith(kernel):
+                rows.append((where.value.decode(), "write" if out[0] else "read", out[2], out[3]))
+        return rows
+    finally:
+        cd.cuemuProfileReset()
+        cd.cuemuProfileEnable(was)
+
+
 @CH.exercise(4, "matrix_scale_shift_kernel: a 2D grid on a matrix whose width != height")
 def test_matrix(ctx):
     shapes = [(1, 1), (7, 33), (33, 7), (100, 257), (513, 31), (17, 1), (1, 1000)]
@@ -207,6 +238,24 @@ def test_matrix(ctx):
             want = m.astype(np.float64) * r[:, None] + c[None, :]
             tut.assert_close(matrix_scale_shift(ctx.lib, m, r, c, block), want,
                              rtol=1e-5, atol=1e-5, name=f"{height}x{width} block={block}")
+    # Right answers are not enough: with threadIdx.x on rows instead of columns a warp's 32
+    # lanes touch 32 rows, 32 sectors per access instead of 4 (block 32x4, 256 aligned
+    # columns). The emulator counts that; on a GPU `--bench` shows what it costs.
+    m = tut.random_f32(ctx.rng, 64, 256)
+    r, c = tut.random_f32(ctx.rng, 64), tut.random_f32(ctx.rng, 256)
+    rows = _global_sectors(ctx.lib, "matrix_scale_shift_kernel",
+                           lambda: matrix_scale_shift(ctx.lib, m, r, c, (32, 4)))
+    root = str(Path(__file__).resolve().parents[2]) + "/"
+    for where, kind, requests, sectors in sorted(rows or (), key=lambda w: -w[3] / max(w[2], 1)):
+        where = where[len(root):] if where.startswith(root) else where
+        if requests and sectors / requests > 8:
+            raise AssertionError(
+                f"matrix_scale_shift_kernel gives the right answers but is uncoalesced: its global "
+                f"{kind} at {where} takes {sectors / requests:.1f} 32-byte sectors per warp-wide "
+                f"request (counted by the CPU emulator's memory-access profile, not timed), where "
+                f"a warp of 32 consecutive threadIdx.x on 32 consecutive columns takes 4. Let x "
+                f"(threadIdx.x, blockIdx.x) index the columns, the contiguous dimension of a "
+                f"row-major matrix, and y the rows.")
 
 
 @CH.exercise(5, "saxpy_grid_stride_kernel: correct for any grid size")

@@ -15,9 +15,10 @@
  *   cuemu_access_shared_var(p, n, name)              a static __shared__ variable exists
  *   cuemuNoAccess(p, n, buf, buf_n, on)             (ctypes) bytes no kernel may touch: the
  *                                                    harness's guard zones around a buffer
- *   cuemu_access_observer                            a hook for what else wants every access
- *                                                    (the memory-access profile: 32-byte sectors
- *                                                    per warp request, bank conflicts)
+ *   cuemu_access_observer                            a hook for what else wants every access:
+ *                                                    the memory-access profile (profile.c,
+ *                                                    CUEMU_PROFILE=1: 32-byte sectors per warp
+ *                                                    request, bank conflicts) installs it
  * What it checks now, for every access a kernel thread makes:
  *   - alignment (through the compiler's -fsanitize=alignment check, whose handler is here): an
  *     access to global or shared memory through a pointer not aligned for its type (a float4
@@ -50,6 +51,10 @@
 
 CUEMU_HIDDEN int cuemu_atomic_depth;            /* > 0 inside an atomic (not a race) */
 void (*cuemu_access_observer)(const void *addr, unsigned size, int write, void *pc);
+/* the memory-access profile (profile.c): told of launches and blocks, sees accesses through
+   cuemu_access_observer while it counts */
+void cuemu_profile_launch(const struct cuemu_launch_desc *d);
+void cuemu_profile_block(void);
 
 /* ---- shared regions and their shadow ----------------------------------------------------------- */
 typedef struct {
@@ -127,6 +132,17 @@ void cuemu_access_launch(const struct cuemu_launch_desc *d, void *dyn, size_t dy
     if (g_nreg == 0) g_nreg = 1;
     region_set(&g_reg[0], dyn, dyn ? dyn_size : 0, dyn_name, 1);
     bounds();
+    cuemu_profile_launch(d);
+}
+
+/* For the profile (profile.c): 1 if p lies in the dynamic shared area or a __shared__ variable. */
+int cuemu_access_in_shared(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (a < g_lo || a >= g_hi) return 0;
+    for (int i = 0; i < g_nreg; i++)
+        if (a - (uintptr_t)g_reg[i].lo < g_reg[i].n) return 1;
+    return 0;
 }
 
 void cuemu_access_dyn_name(const char *name)
@@ -139,6 +155,7 @@ void cuemu_access_block(void)
     /* a new block: nothing written before can race with what its threads do */
     g_epoch += 2;
     memset(g_wep, 0, sizeof g_wep);
+    cuemu_profile_block();
 }
 
 void cuemu_access_barrier(void) { g_epoch += 2; }

@@ -793,6 +793,18 @@ void cuemuClearDiagnostic(void);
    peak since the last reset (reset_peak != 0 resets it to now). A teaching aid for passes
    under a memory budget; a GPU has no such counter. */
 void cuemuManagedDeviceBytes(size_t *now, size_t *peak, int reset_peak);
+/* Not CUDA: the memory-access profile (emu/core/profile.c; CUEMU_PROFILE=1 turns it on and
+   prints its table at exit). Counted, not timed: per kernel and source line, warp-wide requests,
+   32-byte sectors (global) and bank wavefronts (shared). Needs the clang build (load/store
+   hooks): Available() is 0 once a kernel ran with no access seen, -1 before any, 1 when real.
+   Row(i, ...) fills out[5] = {write, shared, requests, sectors or wavefronts, lanes} for the
+   rows that Rows() (which gathers the counts so far) numbers. */
+int  cuemuProfileEnable(int on);
+void cuemuProfileReset(void);
+int  cuemuProfileAvailable(void);
+int  cuemuProfileRows(void);
+int  cuemuProfileRow(int i, char *kernel, int kernel_n, char *where, int where_n, long long *out);
+const char *cuemuProfileReport(void);
 
 #ifdef __cplusplus
 } /* extern "C" */
