@@ -155,7 +155,10 @@ int main()
 #endif
 
     compare("vector add, 1M elements", 15, 10.0,
-            [&] { vector_add_kernel<<<(n + 255) / 256, 256>>>(a, b, c, n); },
+            [&] {
+                vector_add_kernel<<<(n + 255) / 256, 256>>>(a, b, c, n);
+                cudaDeviceSynchronize();   // a launch is queued: the kernel runs here
+            },
             [&] { vector_add_native(ha.data(), hb.data(), nc.data(), n); });
     cudaMemcpy(hc.data(), c, n * sizeof(float), cudaMemcpyDeviceToHost);
     for (int i = 0; i < n; i++)
@@ -168,6 +171,7 @@ int main()
             [&] {
                 matmul_tiled_kernel<<<dim3(mn / TILE, mn / TILE), dim3(TILE, TILE)>>>(ma, mb, mc,
                                                                                       mn);
+                cudaDeviceSynchronize();
             },
             [&] { matmul_native(hm.data(), hm.data(), nm.data(), mn); });
     cudaMemcpy(hc.data(), mc, mn * mn * sizeof(float), cudaMemcpyDeviceToHost);
@@ -180,7 +184,11 @@ int main()
             if (hc[r * mn + col] != (float)want) status = fail("matmul: wrong result");
         }
 
-    compare("shared reduction, 1M", 5, 0.0, [&] { reduce_kernel<<<rblocks, rb>>>(a, part, n); },
+    compare("shared reduction, 1M", 5, 0.0,
+            [&] {
+                reduce_kernel<<<rblocks, rb>>>(a, part, n);
+                cudaDeviceSynchronize();
+            },
             [&] { reduce_native(ha.data(), nr.data(), n, rb); });
     cudaMemcpy(hr.data(), part, rblocks * sizeof(float), cudaMemcpyDeviceToHost);
     double got = 0, gotn = 0, want = 0;
