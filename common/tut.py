@@ -697,6 +697,11 @@ class Bench:
         self.rows.append({"what": what, "value": value, "unit": unit, "ratio": None})
         self._record(self.rows[-1])
 
+    def add(self, what, value, unit, ratio=None):
+        """A figure the caller prints itself (a cell of a table): kept and recorded like a row."""
+        self.rows.append({"what": what, "value": value, "unit": unit, "ratio": ratio})
+        self._record(self.rows[-1])
+
     def _record(self, row):
         """With TUT_RECORD=FILE (make bench RECORD=1), append the figure to FILE, a JSON run
         that tools/figures.py merges into the committed record (docs/figures/)."""

@@ -589,8 +589,8 @@ def bench(lib):
                 tut.assert_equal(got, pattern[offset:offset + n * stride:stride][:n],
                                  name=f"stride {stride} offset {offset}")
                 gbps = 8 * n / (ms * 1e-3) / 1e9
-                b.rows.append({"what": f"strided copy stride {stride} offset {offset}",
-                               "value": gbps, "unit": "GB/s", "ratio": gbps / ceiling})
+                b.add(f"strided copy stride {stride} offset {offset}", gbps, "GB/s",
+                      gbps / ceiling)
                 sweep["stride" if offset == 0 and stride == k else "offset"].append(
                     (k, gbps / ceiling))
                 cells.append(f"{gbps:16.1f} {gbps / ceiling:7.1%}")
@@ -615,8 +615,7 @@ def bench(lib):
             tut.assert_equal(d_b.download(np.float32, m + 16)[offset:offset + m],
                              a[offset:offset + m], name=f"vectorised copy at offset {offset}")
             gbps, ceil = 8 * m / (ms * 1e-3) / 1e9, 8 * m / (ms_memcpy * 1e-3) / 1e9
-            b.rows.append({"what": f"vectorised copy of {m} floats, offset {offset}",
-                           "value": gbps, "unit": "GB/s", "ratio": gbps / ceil})
+            b.add(f"vectorised copy of {m} floats, offset {offset}", gbps, "GB/s", gbps / ceil)
             copies.append((offset, gbps / ceil))
             print(f"  {offset:>6} {gbps:17.1f} {ceil:18.1f} {gbps / ceil:7.1%}")
         worst = min(r for _, r in copies)
