@@ -165,6 +165,8 @@ class Library:
         self.malloc_raw = self.bind("tut_malloc", [ctypes.POINTER(ctypes.c_void_p),
                                                    ctypes.c_size_t])
         self.free_raw = self.bind("tut_free", [ctypes.c_void_p])
+        self.malloc_managed_raw = self.bind("tut_malloc_managed",
+                                            [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t])
         self.htod = self.bind("tut_memcpy_htod", [ctypes.c_void_p, ctypes.c_void_p,
                                                   ctypes.c_size_t])
         self.dtoh = self.bind("tut_memcpy_dtoh", [ctypes.c_void_p, ctypes.c_void_p,
@@ -172,6 +174,22 @@ class Library:
         self.memset = self.bind("tut_memset", [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t])
         self.synchronize = self.bind("tut_synchronize", [])
         self._d2d = self.bind("tut_bench_d2d_copy", [ctypes.c_size_t, ctypes.c_int, c_float_p])
+        # The emulator's own functions (CPU backend only; None on a GPU build).
+        # int cuemuNoAccess(void *p, size_t n, void *buf, size_t buf_n, int on)
+        self.emu_no_access = getattr(self.cdll, "cuemuNoAccess", None)
+        if self.emu_no_access is not None:
+            self.emu_no_access.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p,
+                                           ctypes.c_size_t, ctypes.c_int]
+            self.emu_no_access.restype = ctypes.c_int
+        # int cuemuStreamLog(long long *stream_ids, int *kinds, int max)
+        # void cuemuStreamLogClear(void)
+        self.emu_stream_log = getattr(self.cdll, "cuemuStreamLog", None)
+        if self.emu_stream_log is not None:
+            self.emu_stream_log.argtypes = [ctypes.POINTER(ctypes.c_longlong),
+                                            ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+            self.emu_stream_log.restype = ctypes.c_int
+            self.emu_stream_log_clear = self.cdll.cuemuStreamLogClear
+            self.emu_stream_log_clear.argtypes, self.emu_stream_log_clear.restype = [], None
 
     def bind(self, name, argtypes, restype=ctypes.c_int, status=True):
         """Declare the C function `name` once. With status=True it returns an int status, and
@@ -318,11 +336,9 @@ class DeviceBuffer:
     def _no_access(self, on):
         """On the CPU backend the emulator also makes the guard zones no-access to kernels, so
         an out-of-bounds access is reported with its kernel, thread and line."""
-        mark = getattr(self.lib.cdll, "cuemuNoAccess", None)
+        mark = self.lib.emu_no_access
         if mark is None or not self.guard:
             return
-        mark.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
-                         ctypes.c_int]
         body = self._base + self.guard
         mark(self._base, self.guard, body, self.nbytes, on)
         mark(body + self.nbytes, self.guard, body, self.nbytes, on)
@@ -397,14 +413,6 @@ class _ArrayInterface:
                                     "version": 3}
 
 
-def _managed_alloc(lib):
-    fn = getattr(lib, "_tut_malloc_managed", None)
-    if fn is None:   # bound on first use: only chapters that use managed memory need it
-        fn = lib.bind("tut_malloc_managed", [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t])
-        lib._tut_malloc_managed = fn
-    return fn
-
-
 class ManagedArray:
     """A NumPy array in memory from cudaMallocManaged: the same address is valid on the host
     and on the device, so .array is a NumPy view of it, made without a copy, and .address
@@ -430,7 +438,7 @@ class ManagedArray:
         if self.nbytes == 0:
             raise ValueError("a ManagedArray needs at least one element")
         raw = ctypes.c_void_p()
-        _managed_alloc(lib)(ctypes.byref(raw), self.nbytes)
+        lib.malloc_managed_raw(ctypes.byref(raw), self.nbytes)
         self._address = raw.value
         holder = _ArrayInterface(self._address, shape, self.dtype)
         self._array = np.asarray(holder)   # a view of the managed memory: no copy
@@ -631,10 +639,8 @@ def stream_log(lib, call):
     emulator logs them (cuemuStreamLog; stream 0: the legacy default stream, -1: per-thread,
     1, 2, ...: created streams; kind 1 kernel, 2 copy, 3 set, 4 event record, 5 host function,
     6 cudaMallocAsync, 7 cudaFreeAsync, 8 cudaStreamWaitEvent, 9 cudaMemPrefetchAsync)."""
-    log = lib.cdll.cuemuStreamLog
-    log.argtypes = [ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_int), ctypes.c_int]
-    log.restype = ctypes.c_int
-    lib.cdll.cuemuStreamLogClear()
+    log = lib.emu_stream_log
+    lib.emu_stream_log_clear()
     call()
     count = log(None, None, 0)
     ids = (ctypes.c_longlong * count)()
@@ -657,6 +663,34 @@ def poisoned(shape, dtype):
 
 
 # ---- benchmarks ------------------------------------------------------------------------------
+def plot_gbps(name, sizes, series, xlabel, title, backend):
+    """A GB/s-against-size plot, build/plots/<name>.png, where matplotlib is installed (it is
+    not a requirement: the table printed beside it is the result). series: {label: [GB/s per
+    size]}."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("  (matplotlib not installed: no plot, the table above is the result)")
+        return
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for label, values in series.items():
+        ax.plot(sizes, values, marker="o", label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("GB/s")
+    ax.set_title(f"{title} ({backend} backend"
+                 + (": emulator, not a GPU)" if backend == "cpu" else ")"))
+    ax.legend()
+    ax.grid(True, alpha=0.3)
+    out = build_dir() / "plots" / f"{name}.png"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    print(f"  plot: {out}")
+
+
 def median_ms(timed, reps=20):
     """timed(reps, times_ptr) is a C function that warms up and then times `reps` runs with
     CUDA events, one by one. Returns the median in milliseconds (robust to a noisy neighbour)."""

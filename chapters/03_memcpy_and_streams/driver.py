@@ -766,7 +766,10 @@ def _bench(lib, b, gpu, api):
         cells = [table[(size, d, lab)] for d in ("H2D", "D2H") for lab in ("pageable", "pinned")]
         widths = (12, 10, 12, 10)
         print(f"  {_size(size):>10}  " + "  ".join(f"{c:>{w}.2f}" for c, w in zip(cells, widths)))
-    _plot(sizes, table, lib.backend)
+    tut.plot_gbps("03_bandwidth", sizes,
+                  {f"{d} {lab}": [table[(s, d, lab)] for s in sizes]
+                   for d in ("H2D", "D2H") for lab in ("pageable", "pinned")},
+                  "bytes per copy", "cudaMemcpyAsync bandwidth", lib.backend)
     ceiling = table[(top, "H2D", "pinned")]
     b.row(f"H2D pinned, {_size(top)} (the transfer ceiling)", ceiling, "GB/s")
     b.row(f"H2D pageable, {_size(top)}", table[(top, "H2D", "pageable")], "GB/s", ceiling)
@@ -844,31 +847,6 @@ def _timeline(lib, h_x, h_y, n, chunk):
     out.write_text(json.dumps({"backend": lib.backend, "date": time.strftime("%Y-%m-%d"),
                                "runs": runs}, indent=0))
     print(f"  timeline of {_size(4 * n)} on 1 and 4 streams: {out} (make pictures draws it)")
-
-
-def _plot(sizes, table, backend):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("  (matplotlib not installed: no plot, the table above is the result)")
-        return
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for d in ("H2D", "D2H"):
-        for lab in ("pageable", "pinned"):
-            ax.plot(sizes, [table[(s, d, lab)] for s in sizes], marker="o", label=f"{d} {lab}")
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("bytes per copy")
-    ax.set_ylabel("GB/s")
-    ax.set_title(f"cudaMemcpyAsync bandwidth ({backend} backend"
-                 + (": emulator, not a GPU)" if backend == "cpu" else ")"))
-    ax.legend()
-    ax.grid(True, alpha=0.3)
-    out = tut.build_dir() / "plots" / "03_bandwidth.png"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120, bbox_inches="tight")
-    print(f"  plot: {out}")
 
 
 def warm_up(lib):

@@ -626,7 +626,10 @@ def bench(lib):
     print(f"  {'size':>8}  " + "  ".join(f"{lab:>16}" for lab in MODES) + "   (GB/s of data)")
     for size in sizes:
         print(f"  {_size(size):>8}  " + "  ".join(f"{table[(size, lab)]:>16.2f}" for lab in MODES))
-    _plot(sizes, table, lib.backend)
+    tut.plot_gbps("05_managed", sizes,
+                  {label: [table[(s, label)] for s in sizes] for label in MODES},
+                  "bytes of managed memory", "managed memory: faults, prefetch, resident",
+                  lib.backend)
     fault, pref = table[(top, "GPU faults")], table[(top, "prefetch+kernel")]
     b.row(f"GPU first touch by page faults, {_size(top)}", fault, "GB/s")
     b.row(f"prefetch, then the kernel, {_size(top)}", pref, "GB/s")
@@ -684,30 +687,6 @@ def bench(lib):
              step_ms["no advice"] / step_ms["preferred location host"], "x", 1)
     b.figure("host-written data, no advice / preferred location + accessed-by",
              step_ms["no advice"] / step_ms["+ accessed-by device"], "x", 1)
-
-
-def _plot(sizes, table, backend):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("  (matplotlib not installed: no plot, the table above is the result)")
-        return
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for label in MODES:
-        ax.plot(sizes, [table[(s, label)] for s in sizes], marker="o", label=label)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("bytes of managed memory")
-    ax.set_ylabel("GB/s")
-    ax.set_title(f"managed memory: faults, prefetch, resident ({backend} backend"
-                 + (": emulator, not a GPU)" if backend == "cpu" else ")"))
-    ax.legend()
-    ax.grid(True, alpha=0.3)
-    out = tut.build_dir() / "plots" / "05_managed.png"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120, bbox_inches="tight")
-    print(f"  plot: {out}")
 
 
 def warm_up(lib):
