@@ -230,7 +230,8 @@ def check(files=None, runs=None, verbose=False):
 
 
 # ---- recording ----------------------------------------------------------------------------------
-def _query(cmd):
+def query(cmd):
+    """A command's output, stripped ("" when it is missing or fails): nvidia-smi, nvcc."""
     try:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()
     except (OSError, subprocess.SubprocessError):
@@ -244,9 +245,9 @@ def record(run_path, directory=RECORD_DIR):
     if run.get("backend") != "gpu":
         sys.exit("figures: this run is from the emulator: only a GPU run (make bench "
                  "BACKEND=gpu RECORD=1) is recorded")
-    smi = _query(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
+    smi = query(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
     name, _, driver = (smi.splitlines() or [","])[0].partition(",")
-    nvcc = re.search(r"release (\d+\.\d+)", _query(["nvcc", "--version"]))
+    nvcc = re.search(r"release (\d+\.\d+)", query(["nvcc", "--version"]))
     run.setdefault("device", name.strip() or "unknown GPU")
     run.setdefault("driver", driver.strip())
     run.setdefault("cuda", nvcc.group(1) if nvcc else "")

@@ -79,25 +79,24 @@ def code_mask(text):
 
 def match_close(masked, open_at):
     """Index of the bracket closing the one at open_at (-1 if none)."""
-    depth = 0
-    for i in range(open_at, len(masked)):
-        c = masked[i]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
+    return _match(masked, open_at, 1)
 
 
 def match_open(masked, close_at):
+    """Index of the bracket opening the one at close_at (-1 if none)."""
+    return _match(masked, close_at, -1)
+
+
+def _match(masked, at, step):
+    """Walk from `at` in direction `step` to the bracket that balances the one at `at`."""
+    inward, outward = ("([{", ")]}") if step > 0 else (")]}", "([{")
     depth = 0
-    for i in range(close_at, -1, -1):
+    end = len(masked) if step > 0 else -1
+    for i in range(at, end, step):
         c = masked[i]
-        if c in ")]}":
+        if c in inward:
             depth += 1
-        elif c in "([{":
+        elif c in outward:
             depth -= 1
             if depth == 0:
                 return i

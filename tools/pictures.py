@@ -13,6 +13,8 @@ import json
 import sys
 from pathlib import Path
 
+from figures import query  # tools/ is this script's folder
+
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "docs" / "img"
 FONT = 'font-family="DejaVu Sans, Arial, sans-serif"'
@@ -261,16 +263,6 @@ PICTURES = {"hierarchy.svg": hierarchy, "memory-hierarchy.svg": memory,
             "banks-32x32-vs-32x33.svg": banks}
 
 
-def _gpu_name():
-    try:
-        import subprocess
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30).stdout
-        return out.splitlines()[0].strip() if out.strip() else "GPU"
-    except (OSError, IndexError, ValueError):
-        return "GPU"
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--check", action="store_true", help="fail if docs/img/ is out of date")
@@ -282,7 +274,8 @@ def main(argv=None):
     committed_tl = REPO / "docs" / "figures" / "03_timeline.json"
     if not args.check and tl.exists() and json.loads(tl.read_text()).get("backend") == "gpu":
         data = json.loads(tl.read_text())   # a GPU run's timestamps become committed data
-        data.setdefault("device", _gpu_name())
+        data.setdefault("device", query(["nvidia-smi", "--query-gpu=name",
+                                         "--format=csv,noheader"]).split("\n")[0] or "GPU")
         committed_tl.write_text(json.dumps(data, indent=0) + "\n")
         print(f"copied {tl} to {committed_tl.relative_to(REPO)}")
     if committed_tl.exists():
