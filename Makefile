@@ -127,9 +127,11 @@ run: all python ## run a chapter: make run CH=01 ARGS="--check" (or --bench, --h
 # RECORD=1 also writes every figure the benches print into docs/figures/ (tools/figures.py).
 RECORD    ?=
 FIG_RUN    = $(abspath $(BUILD))/figures/run.json
-bench: all python ## every chapter's --bench on the solutions (real numbers need BACKEND=gpu; RECORD=1 records them in docs/figures/)
-	@$(if $(RECORD),rm -f $(FIG_RUN);) for d in $(SOLVED); do TUT_BACKEND=$(B) TUT_TREE=solutions $(if $(RECORD),TUT_RECORD=$(FIG_RUN)) $(PY) chapters/$$d/driver.py --bench || exit 1; done
-	$(if $(RECORD),$(PY) tools/figures.py record $(FIG_RUN))
+# CH=NN: that chapter only (recorded as a run of its own, beside the day's full run).
+BENCH_CH   = $(if $(filter command line,$(origin CH)),$(notdir $(CH_DIR)))
+bench: all python ch-present ## every chapter's --bench on the solutions (real numbers need BACKEND=gpu; RECORD=1 records them in docs/figures/; CH=04: one chapter)
+	@$(if $(RECORD),rm -f $(FIG_RUN);) for d in $(or $(BENCH_CH),$(SOLVED)); do TUT_BACKEND=$(B) TUT_TREE=solutions $(if $(RECORD),TUT_RECORD=$(FIG_RUN)) $(PY) chapters/$$d/driver.py --bench || exit 1; done
+	$(if $(RECORD),$(PY) tools/figures.py record $(FIG_RUN) $(if $(BENCH_CH),--label "make bench CH=$(CH)"))
 
 # CTest runs one process per exercise, each with a timeout, so a kernel that crashes or hangs
 # fails only its own exercise, one per core at a time (CTEST_ARGS=-j1: one by one; on the GPU the

@@ -238,9 +238,9 @@ def query(cmd):
         return ""
 
 
-def record(run_path, directory=RECORD_DIR):
+def record(run_path, directory=RECORD_DIR, label="make bench"):
     """Merge build/figures/run.json (written by the chapters' Bench under TUT_RECORD) into the
-    device's record file, replacing an earlier run of the same date."""
+    device's record file, replacing an earlier run of the same date and label."""
     run = json.loads(Path(run_path).read_text())
     if run.get("backend") != "gpu":
         sys.exit("figures: this run is from the emulator: only a GPU run (make bench "
@@ -252,7 +252,7 @@ def record(run_path, directory=RECORD_DIR):
     run.setdefault("driver", driver.strip())
     run.setdefault("cuda", nvcc.group(1) if nvcc else "")
     run.setdefault("date", datetime.date.today().isoformat())
-    run["id"] = f"{run['date']} make bench"
+    run["id"] = f"{run['date']} {label}"
     slug = re.sub(r"[^a-z0-9]+", "-", run["device"].lower().replace("nvidia", "")).strip("-")
     path = Path(directory) / f"{slug or 'gpu'}.json"
     data = json.loads(path.read_text()) if path.exists() else {"runs": []}
@@ -310,13 +310,15 @@ def main(argv=None):
     c.add_argument("-v", "--verbose", action="store_true", help="show what each one matched")
     r = sub.add_parser("record", help="merge a run into docs/figures/")
     r.add_argument("run")
+    r.add_argument("--label", default="make bench",
+                   help="what made the run (one run per date and label is kept)")
     sub.add_parser("list", help="print the record")
     sub.add_parser("selftest", help="check the matching rules")
     args = p.parse_args(argv)
     if args.cmd == "selftest":
         return selftest()
     if args.cmd == "record":
-        record(args.run)
+        record(args.run, label=args.label)
         return 0
     if args.cmd == "list":
         for run in load_runs():

@@ -15,11 +15,18 @@ fails under the sanitizer, and a declaration that matched nothing is listed as s
     python3 tools/sanitize.py                  every chapter, every tool
     python3 tools/sanitize.py --chapter 04_shared_memory --tool racecheck
     python3 tools/sanitize.py --keep DIR       keep the raw logs in DIR
+    python3 tools/sanitize.py --jobs 1         one run at a time (default: several at once)
+
+Runs go several at a time (--jobs) on the one GPU: the sanitizers spend most of their time on
+the CPU. A run that is not clean when others ran beside it (a test that fills the device's
+memory on purpose makes its neighbours' allocations fail) is run again alone after the others,
+and only that run counts.
 
 The harness's own device-memory leak check steps aside under the sanitizer (TUT_SANITIZER):
 the tools allocate device memory of their own, and memcheck judges leaks by allocation.
 """
 import argparse
+import concurrent.futures
 import fnmatch
 import os
 import re
@@ -79,13 +86,20 @@ def reports(log):
     return ["\n".join(r) for r in out]
 
 
-def expected_by(entries, tool, test_id, report):
+def expected_by(entries, tool, test_id, report, count=True):
     for e in entries:
         if e["tool"] in (tool, "*") and fnmatch.fnmatchcase(test_id, e["glob"]) \
                 and e["re"].search(report):
-            e["used"] += 1
+            e["used"] += count
             return e
     return None
+
+
+def report_line(tool, test_id, rc, found, entries, note=""):
+    bad = sum(1 for r in found if not expected_by(entries, tool, test_id, r, count=False))
+    status = "FAIL" if bad or rc not in (0, 77) else "skip" if rc == 77 else "ok"
+    print(f"[{status:>4}] {tool:<9} {test_id:<24} {len(found)} report(s), "
+          f"{len(found) - bad} expected" + (f" ({note})" if note else ""), flush=True)
 
 
 def find_sanitizer(given):
@@ -112,6 +126,10 @@ def main(argv=None):
     p.add_argument("--keep", metavar="DIR", help="keep every raw log in DIR")
     p.add_argument("--sanitizer", default=os.environ.get("COMPUTE_SANITIZER"),
                    help="the compute-sanitizer to run (default: PATH, then next to nvcc)")
+    p.add_argument("--jobs", "-j", type=int, default=min(8, os.cpu_count() or 1),
+                   help="runs at a time (default: the CPU count, at most 8)")
+    p.add_argument("--timeout", type=int, default=600,
+                   help="seconds one test may take under a tool (default 600)")
     p.add_argument("--backend", default="gpu", choices=("gpu", "cpu"),
                    help="cpu only to test this script itself with a stand-in sanitizer")
     args = p.parse_args(argv)
@@ -126,34 +144,57 @@ def main(argv=None):
                       and (args.chapter is None or d.name in args.chapter))
     logdir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="sanitize-"))
     logdir.mkdir(parents=True, exist_ok=True)
-    unexpected, failed, expected_count, runs, ran = [], [], 0, 0, set()
-    for tool in args.tool or list(TOOLS):
-        for chapter in chapters:
-            driver = chapter / "driver.py"
-            for test_id in test_ids(driver, env):
-                if args.only and not fnmatch.fnmatchcase(test_id, args.only):
-                    continue
-                log = logdir / f"{tool}-{test_id}.log"
-                cmd = [args.sanitizer, *TOOLS[tool], "--print-limit", "1000",
-                       "--log-file", str(log), sys.executable, str(driver), "--check",
-                       "--only", test_id, "--seed", "1"]
-                proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-                runs += 1
-                ran.add((tool, test_id))
-                found = reports(log.read_text(errors="replace")) if log.exists() else []
-                bad = []
-                for r in found:
-                    if expected_by(entries, tool, test_id, r):
-                        expected_count += 1
-                    else:
-                        bad.append(r)
-                # 77: the test cannot run here (too little memory...): not a sanitizer finding
-                if proc.returncode not in (0, 77):
-                    failed.append((tool, test_id, proc.stdout[-2000:] + proc.stderr[-2000:]))
-                status = "FAIL" if bad or proc.returncode not in (0, 77) else "ok"
-                print(f"[{status:>4}] {tool:<9} {test_id:<24} {len(found)} report(s), "
-                      f"{len(found) - len(bad)} expected", flush=True)
-                unexpected += [(tool, test_id, r) for r in bad]
+    ids = {chapter: test_ids(chapter / "driver.py", env) for chapter in chapters}
+    runs = [(tool, chapter / "driver.py", test_id)
+            for tool in args.tool or list(TOOLS) for chapter in chapters
+            for test_id in ids[chapter]
+            if not args.only or fnmatch.fnmatchcase(test_id, args.only)]
+
+    def run(tool, driver, test_id):
+        """One test under one tool: (exit status, output tail, the sanitizer's reports)."""
+        log = logdir / f"{tool}-{test_id}.log"
+        log.unlink(missing_ok=True)
+        cmd = [args.sanitizer, *TOOLS[tool], "--print-limit", "1000", "--log-file", str(log),
+               sys.executable, str(driver), "--check", "--only", test_id, "--seed", "1"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                                  timeout=args.timeout)
+            rc, tail = proc.returncode, proc.stdout[-2000:] + proc.stderr[-2000:]
+        except subprocess.TimeoutExpired as e:
+            rc = "timeout"
+            tail = f"no result after {args.timeout} s under {tool} (--timeout)\n" + \
+                (e.stdout or b"")[-2000:].decode(errors="replace")
+        found = reports(log.read_text(errors="replace")) if log.exists() else []
+        return rc, tail, found
+
+    results, alone = {}, []
+    with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        futures = {pool.submit(run, *r): r for r in runs}
+        for f in concurrent.futures.as_completed(futures):
+            tool, driver, test_id = futures[f]
+            rc, tail, found = results[tool, test_id] = f.result()
+            # 77 (cannot run here: too little free memory) may be its neighbours' doing too
+            suspect = rc != 0 or any(not expected_by(entries, tool, test_id, r, count=False)
+                                     for r in found)
+            if suspect and args.jobs > 1:
+                alone.append(futures[f])
+            else:
+                report_line(tool, test_id, rc, found, entries)
+    for tool, driver, test_id in sorted(alone, key=lambda r: (r[0], r[2])):
+        rc, tail, found = results[tool, test_id] = run(tool, driver, test_id)
+        report_line(tool, test_id, rc, found, entries, "run again alone")
+    unexpected, failed, expected_count, ran = [], [], 0, set()
+    for (tool, test_id), (rc, tail, found) in sorted(results.items()):
+        ran.add((tool, test_id))
+        for r in found:
+            if expected_by(entries, tool, test_id, r):
+                expected_count += 1
+            else:
+                unexpected.append((tool, test_id, r))
+        # 77: the test cannot run here (too little memory...): not a sanitizer finding
+        if rc not in (0, 77):
+            failed.append((tool, test_id, tail))
+    runs = len(results)
     for tool, test_id, text in unexpected:
         print(f"\n--- unexpected {tool} report in {test_id}:\n{text}")
     for tool, test_id, text in failed:

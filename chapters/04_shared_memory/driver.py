@@ -28,7 +28,8 @@ U32 = 2.0**-24   # float32 unit roundoff
 MATMUL = {1: "naive", 2: "32x32 shared-memory tiles", 3: "128x128 block, 8x8 register tiles",
           4: "cuBLAS SGEMM, FP32 (pedantic)"}
 REDUCE = {1: "atomicAdd per element", 2: "shared-memory tree", 3: "warp shuffles"}
-TRANSPOSE = {0: "plain copy", 1: "naive", 2: "32x32 tile", 3: "32x33 padded tile"}
+TRANSPOSE = {0: "plain copy", 1: "naive", 2: "32x32 tile", 3: "32x33 padded tile",
+             4: "64x65 padded tile, 16 a thread"}
 
 
 @functools.cache
@@ -338,10 +339,11 @@ def test_reduce_atomics(ctx):
     check_reduce(ctx, 1, [(0, 256), (3, 32)])
 
 
-@CH.check("transpose-naive-tiled", "transpose versions 1 (naive) and 2 (unpadded tile), a copy")
+@CH.check("transpose-naive-tiled", "transpose versions 1 (naive), 2 (unpadded), 4 (64x64), a copy")
 def test_transpose_versions(ctx):
     check_transpose(ctx, 1)
     check_transpose(ctx, 2)
+    check_transpose(ctx, 4)
     m = random_f32(ctx.rng, 45, 77)
     tut.assert_equal(transpose(ctx.lib, m, 0), m, name="copy kernel")
 
@@ -534,13 +536,16 @@ def bench(lib):
             b.figure(f"v{best} alone / NumPy, speed-up", np_ms / gpu_ms, "x", 1)
             b.figure(f"v{best} with transfers / NumPy, speed-up", np_ms / xfer_ms, "x", 1)
 
-    # -- reduction, against the device-to-device copy ---------------------------------------
+    # -- reduction, against a kernel that reads the same bytes and combines nothing ----------
     n = (1 << 28) if gpu else (1 << 16)
-    ceiling = b.d2d_copy_gbps(4 * n, reps)
+    b.d2d_copy_gbps(4 * n, reps)   # for reference: a copy reads AND writes
     # {-1, 0, 1} with random signs: every partial sum stays far below 2^24, so the float32
     # result is exact (a sum of integers below 2^53 is exact in float64 too)
     x = small_ints(rng, n, -1, 1)
     with tut.DeviceBuffer.from_array(lib, x) as d_x, tut.DeviceBuffer(lib, 4) as d_out:
+        ms = tut.median_ms(lambda r, t: api.bench_reduce(0, d_x.ptr, n, d_out.ptr, r, t), reps)
+        ceiling = n * 4 / (ms * 1e-3) / 1e9
+        b.row(f"read-only streaming kernel, {n * 4 / 2**20:g} MiB (ceiling)", ceiling, "GB/s")
         for version in (1, 2, 3):
             # one atomic per element is slow: fewer elements (stated) keep --bench short
             count = min(n, 1 << 24) if version == 1 else n
@@ -557,7 +562,7 @@ def bench(lib):
     mat = random_f32(rng, h, w)
     with tut.DeviceBuffer.from_array(lib, mat) as d_in, tut.DeviceBuffer(lib, mat.nbytes) as d_out:
         copy_gbps = None
-        for version in (0, 1, 2, 3):
+        for version in (0, 1, 2, 3, 4):
             ms = tut.median_ms(lambda r, t: api.bench_transpose(version, d_in.ptr, d_out.ptr,
                                                                 h, w, r, t), reps)
             if correct(f"transpose v{version}", lambda: tut.assert_equal(
