@@ -295,7 +295,8 @@ int main(void)
 #ifdef CORE_ALONE_TRACE
     check_race();
 #else
-    printf("core_alone: no load/store hooks in this build (not clang): race check skipped\n");
+    printf("core_alone: no load/store hooks in this build (they need clang and no sanitizer): "
+           "race check skipped\n");
 #endif
     /* the core runs again after every kind of failure */
     check_barriers_and_queue();
