@@ -101,8 +101,21 @@ $(EMU_BUILD)/tests/%: emu/tests/%.cu $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_HEADERS
 	$(EMU_REWRITE) $< $@.cpp
 	$(EMU_CXX) $(EMU_CXXFLAGS) -I$(<D) -o $@ $@.cpp -Wl,--whole-archive $(EMU_RUNTIME) -Wl,--no-whole-archive $(EMU_LDLIBS)
 
+# The core alone: emu/core's objects linked with a stub runtime (emu/tests/alone/) that implements
+# cuemu_internal.h and nothing else, so the link fails if the core calls the runtime any other
+# way. The test's kernels are compiled like an emulated .cu's (clang's load/store hooks when
+# EMU_CXX is clang++), so the race detector runs there too.
+EMU_CORE_OBJ  := $(filter $(EMU_BUILD)/obj/core/%,$(EMU_LIB_OBJ))
+EMU_ALONE_BIN := $(EMU_BUILD)/tests/alone/core_alone
+$(EMU_ALONE_BIN): emu/tests/alone/core_alone.c emu/tests/alone/stub_runtime.c \
+                  emu/tests/alone/stub_runtime.h $(EMU_CORE_OBJ) $(wildcard emu/include/*.h)
+	@mkdir -p $(@D)
+	$(EMU_CC) $(EMU_CFLAGS) -c -o $@-stub.o emu/tests/alone/stub_runtime.c
+	$(EMU_CXX) -x c -std=gnu11 -O2 -fPIC -g -Wall -Iemu/include $(if $(EMU_TRACE),-DCORE_ALONE_TRACE $(EMU_TRACE)) $(EMU_SANFLAGS) -c -o $@.o emu/tests/alone/core_alone.c
+	$(EMU_CC) -o $@ $@.o $@-stub.o $(EMU_CORE_OBJ) $(EMU_LDLIBS)
+
 emu-lib: $(EMU_REWRITE) $(EMU_RUNTIME)
-emu-tests: $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_TEST_BIN) ## build the emulator's own tests
+emu-tests: $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_TEST_BIN) $(EMU_ALONE_BIN) ## build the emulator's own tests
 
 # ---- benchmark ---------------------------------------------------------------------------------
 $(EMU_BUILD)/bench/emu_bench: emu/bench/emu_bench.cu $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_HEADERS)

@@ -7,7 +7,8 @@
  * __sanitizer_cov_loadN / __sanitizer_cov_storeN with the address. Host code in the same file
  * is instrumented too; outside a kernel (cuemu_cur == NULL) a callback returns at once.
  *
- * Interface (cuemu_access.h-style, declared in cuemu_internal.h for the core):
+ * Interface (declared in core_internal.h for the scheduler; cuemu_access_forget and
+ * cuemuNoAccess in cuemu_core.h):
  *   cuemu_access_launch(d, dyn, dyn_size, dyn_name)  a launch starts (its dynamic shared area)
  *   cuemu_access_block()                             a block starts
  *   cuemu_access_barrier()                           every thread of the block passed __syncthreads
@@ -43,18 +44,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuemu_core.h"
-#include "cuemu_internal.h"
+#include "core_internal.h"
 
 #define E_MISALIGNED     716
 #define E_LAUNCH_FAILURE 719
 
 CUEMU_HIDDEN int cuemu_atomic_depth;            /* > 0 inside an atomic (not a race) */
 void (*cuemu_access_observer)(const void *addr, unsigned size, int write, void *pc);
-/* the memory-access profile (profile.c): told of launches and blocks, sees accesses through
-   cuemu_access_observer while it counts */
-void cuemu_profile_launch(const struct cuemu_launch_desc *d);
-void cuemu_profile_block(void);
 
 /* ---- shared regions and their shadow ----------------------------------------------------------- */
 typedef struct {

@@ -61,11 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuemu_core.h"
-#include "cuemu_internal.h"
-
-int cuemu_access_in_shared(const void *p);         /* access.c */
-extern CUEMU_HIDDEN int cuemu_atomic_depth;        /* access.c: > 0 inside an atomic */
+#include "core_internal.h"
 
 #define PENDING_MAX (1u << 17)
 

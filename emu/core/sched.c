@@ -26,8 +26,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#include "cuemu_core.h"
-#include "cuemu_internal.h"
+#include "core_internal.h"
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -1089,6 +1088,12 @@ void cuemu_launch_refuse(const cuemu_launch_desc *d)
     (void)d;
     /* a GPU faults on the first access and reports it at the next synchronisation */
     cuemu_set_sticky_error(E_ILLEGAL_ADDRESS);
+}
+
+void cuemu_launch_enqueue(const cuemu_launch_desc *d)
+{
+    /* streams and their queues are the runtime's; it calls cuemu_launch_run when it is time */
+    cuemu_stream_enqueue(d);
 }
 
 static unsigned long long rng_next(unsigned long long *s)

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cuemu_core.h: what the device header (C++) needs from the kernel-running core (C).
+ * cuemu_core.h: the kernel-running core's public API (emu/core/, in C): what the device header
+ * (C++, cuemu_device.h) calls from inside kernels and launches, and the few entry points the
+ * runtime calls (running a queued launch, a device reset, freed memory, source lines). The
+ * core asks the runtime for what it needs through cuemu_internal.h; the runtime uses nothing
+ * of the core but this header.
  *
  * Threads of a block are fibers on the launching OS thread and blocks run one after another,
  * so "the current thread" is one global pointer and every atomic is trivially atomic.
@@ -62,11 +66,23 @@ int  cuemu_launch_prepare(const cuemu_launch_desc *d);
 int  cuemu_check_kernel_pointer(const cuemu_launch_desc *d, int index, const void *p);
 /* Records the host-pointer error once all arguments were checked. */
 void cuemu_launch_refuse(const cuemu_launch_desc *d);
+/* Hands the checked launch to the runtime's queue for d->stream (cuemu_stream_enqueue), which
+   runs it later with cuemu_launch_run and then calls d->ctx_free(d->ctx). */
+void cuemu_launch_enqueue(const cuemu_launch_desc *d);
+
+/* ---- entry points for the runtime ------------------------------------------------------ */
 /* Runs every block; returns 0 or the error that stopped it (already recorded). */
 int  cuemu_launch_run(const cuemu_launch_desc *d);
-/* Queues the launch on d->stream (the runtime owns the queues); the queue runs it with
-   cuemu_launch_run and then calls d->ctx_free(d->ctx). */
-void cuemu_launch_enqueue(const cuemu_launch_desc *d);
+/* From cudaDeviceReset: drop the core's per-device state. */
+void cuemu_core_reset(void);
+/* The runtime frees [lo, hi): the core forgets what it keeps about those bytes (the
+   harness's no-access zones inside them). */
+void cuemu_access_forget(const void *lo, const void *hi);
+/* "file:line" of the code at return address pc (addr2line on the -g build), for reports. */
+void cuemu_locate_pc(void *pc, char *out, size_t n);
+/* Exported for ctypes: bytes [p, p+n) of the buffer [buf, buf+buf_n) that no kernel may touch
+   (on = 1) or may again (on = 0): the harness's guard zones. 0, or -1 when the table is full. */
+int  cuemuNoAccess(void *p, size_t n, void *buf, size_t buf_n, int on);
 
 /* ---- device-side operations (called only from inside a kernel) ------------------------ */
 void cuemu_syncthreads(const char *file, int line);

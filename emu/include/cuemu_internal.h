@@ -1,11 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cuemu_internal.h: the contract between the emulator's two halves.
+ * cuemu_internal.h: the contract between the emulator's two halves, seen from the core: the
+ * services the core asks of the runtime, and nothing else.
  *
- *   core    (emu/core/, emu/include/cuemu_device.h, emu/rewrite/): kernel launches, fibers,
- *           scheduling, barriers, warp ops, atomics, fault checks, watchdog.
+ *   core    (emu/core/, emu/include/cuemu_core.h, cuemu_device.h, emu/rewrite/): kernel
+ *           launches, fibers, scheduling, barriers, warp ops, atomics, fault checks and
+ *           reports, the race detector, the memory-access profile, the watchdog.
  *   runtime (emu/runtime/, emu/include/cuda_runtime.h): the CUDA runtime API subset, the
- *           allocation registry, last/sticky errors, device properties, function attributes.
+ *           allocation registry, streams and their queues, last/sticky errors, diagnostics,
+ *           device properties, function attributes.
+ *
+ * The layering, enforced by the tests in emu/tests/alone/ (run by `make test`):
+ *   - the core's files call the runtime only through the functions declared here, and include
+ *     no runtime header; the tests link the core's objects with a stub runtime that implements
+ *     just this header, and run kernels through it;
+ *   - the runtime implements this header and calls the core only through cuemu_core.h.
+ * These are plain functions, resolved at link time (no table of callbacks): the core calls them
+ * per launch or per report, and the profile's allocation lookup (behind a cache) per access.
  *
  * Plain C; usable from C and C++. Nothing here is visible to student code by design
  * (the cuemu_ prefix is reserved for the emulator).
@@ -19,7 +30,9 @@
 extern "C" {
 #endif
 
-/* ---- allocation registry (runtime owns it) ------------------------------------------ */
+struct cuemu_launch_desc;
+
+/* ---- allocations: for fault reports and the kernel-argument check ------------------------- */
 typedef enum {
     CUEMU_MEM_DEVICE = 1,        /* cudaMalloc, cudaMallocPitch, cudaMallocAsync     */
     CUEMU_MEM_MANAGED,           /* cudaMallocManaged                                 */
@@ -47,7 +60,7 @@ int cuemu_alloc_nearest(const void *p, cuemu_alloc_info *out, long long *offset)
 /* 1 if p was freed earlier (use after free); fills *out with the freed block's info. */
 int cuemu_alloc_was_freed(const void *p, cuemu_alloc_info *out);
 
-/* ---- errors (runtime owns the state; both halves set it) ----------------------------- */
+/* ---- errors and diagnostics (the runtime owns the state; the core reports into it) -------- */
 /* Records e as the last error (what cudaGetLastError returns and clears) and returns e.
    cudaSuccess is never recorded. `int` keeps this header free of cuda_runtime.h. */
 int  cuemu_set_last_error(int e);
@@ -55,51 +68,28 @@ int  cuemu_set_last_error(int e);
    until cudaDeviceReset (cudaGetLastError too, without clearing it). */
 void cuemu_set_sticky_error(int e);
 int  cuemu_sticky_error(void);
-/* Diagnostics: printf-style; appended to a buffer Python can read and printed to stderr,
-   one message per line, prefixed "cuemu: ". */
+/* Diagnostics: printf-style; appended to a buffer Python can read (cuemuLastDiagnostic) and
+   printed to stderr, one message per line, prefixed "cuemu: ". */
 void cuemu_diag(const char *fmt, ...)
 #ifdef __GNUC__
     __attribute__((format(printf, 1, 2)))
 #endif
     ;
-/* Exported for ctypes: the diagnostics recorded since the last call to cuemuClearDiagnostic. */
-const char *cuemuLastDiagnostic(void);
-void        cuemuClearDiagnostic(void);
 
-/* ---- device limits (runtime owns them; core reads them at launch) -------------------- */
+/* ---- device limits (the runtime's device properties; the core checks launches with them) -- */
 int    cuemu_max_threads_per_block(void);                 /* 1024 */
 void   cuemu_max_block_dim(int out[3]);                   /* 1024, 1024, 64 */
 void   cuemu_max_grid_dim(int out[3]);                    /* 2^31-1, 65535, 65535 */
-size_t cuemu_shared_mem_per_block(void);                  /* 48 KiB default */
-size_t cuemu_shared_mem_per_block_optin(void);            /* 227 KiB */
-/* The dynamic shared memory a launch of func may use: 48 KiB minus its static shared
-   memory by default, raised by cudaFuncSetAttribute(func,
-   cudaFuncAttributeMaxDynamicSharedMemorySize, n). */
+size_t cuemu_shared_mem_per_block_optin(void);            /* 227 KiB: the dynamic area's size */
+/* The dynamic shared memory a launch of func may use: 48 KiB by default, raised by
+   cudaFuncSetAttribute(func, cudaFuncAttributeMaxDynamicSharedMemorySize, n). */
 size_t cuemu_func_max_dynamic_smem(const void *func);
 
-/* ---- the access hooks (emu/core/access.c; see its header comment) --------------------- */
-struct cuemu_launch_desc;
-void cuemu_access_launch(const struct cuemu_launch_desc *d, void *dyn, size_t dyn_size,
-                         const char *dyn_name);
-void cuemu_access_dyn_name(const char *name);
-void cuemu_access_block(void);
-void cuemu_access_barrier(void);
-void cuemu_access_warp_sync(unsigned warp);
-void cuemu_access_shared_var(void *p, size_t n, const char *name);
-void cuemu_access_forget(const void *lo, const void *hi);
-int  cuemuNoAccess(void *p, size_t n, void *buf, size_t buf_n, int on);
-/* Called for every access a kernel thread makes, once the checks passed (NULL: nobody). */
-extern void (*cuemu_access_observer)(const void *addr, unsigned size, int write, void *pc);
-/* The core's side: "file:line" of a code address; stop the running launch with err (the
-   message is reported as the launch's diagnostic; sticky: until cudaDeviceReset, else the
-   launch's own error, returned once by the synchronisation that ran it). */
-void cuemu_locate_pc(void *pc, char *out, size_t n);
-void cuemu_launch_abort(int err, int sticky, const char *msg) __attribute__((noreturn));
-/* The error of a queued launch that failed without a sticky fault (0: none); cleared. */
-int  cuemu_take_async_error(void);
-
-/* ---- core hooks the runtime calls ---------------------------------------------------- */
-void cuemu_core_reset(void);   /* from cudaDeviceReset: drop per-device core state */
+/* ---- streams (the runtime owns the queues) -------------------------------------------------- */
+/* Queues a checked launch on d->stream (copying *d); the queue later runs it with
+   cuemu_launch_run and then calls d->ctx_free(d->ctx). A launch that cannot be queued is
+   released (ctx_free) and its error recorded. */
+void cuemu_stream_enqueue(const struct cuemu_launch_desc *d);
 
 #ifdef __cplusplus
 }

@@ -411,12 +411,9 @@ cudaError_t (cudaDeviceSynchronize)(void)
     return rt_sync_point("cudaDeviceSynchronize");
 }
 
-/* A weak reference: the runtime links and runs (its own tests) without the core. */
-extern void cuemu_core_reset(void) __attribute__((weak));
-
 cudaError_t (cudaDeviceReset)(void)
 {
-    if (cuemu_core_reset) cuemu_core_reset();
+    cuemu_core_reset();
     rt_queue_reset();
     rt_lock();
     rt_pools_reset();

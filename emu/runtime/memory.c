@@ -551,12 +551,11 @@ cudaError_t (cudaMallocHost)(void **ptr, size_t size) { return cuemu_hostAlloc_a
 
 /* ---- freeing -------------------------------------------------------------------------------- */
 static void managed_forget(rt_block *b);
-extern void cuemu_access_forget(const void *lo, const void *hi) __attribute__((weak));
 
 static void release_block(rt_block *b)
 {
     managed_forget(b);
-    if (cuemu_access_forget) cuemu_access_forget(b->base, b->base + b->size);
+    cuemu_access_forget(b->base, b->base + b->size);
     free(b->acc_list);
     b->acc_list = NULL;
     b->nacc_list = b->cap_acc_list = 0;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rt_internal.h: what the runtime's own files share. Not seen by student code or the core.
+ * The runtime implements the core's needs (cuemu_internal.h) and calls the core only through
+ * its public API (cuemu_core.h).
  *
  * Locking: one recursive mutex (rt_lock/rt_unlock) guards every table of the runtime. CUDA
  * lets any host thread call the runtime, and Python may do so from several threads.
@@ -11,6 +13,7 @@
 #include <stddef.h>
 #include "cuda_runtime.h"
 #include "cuemu_internal.h"
+#include "cuemu_core.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -110,6 +113,10 @@ void      rt_errors_reset(void);
 
 /* What every synchronising call does: verify allocations, let pools shrink to threshold. */
 cudaError_t rt_sync_point(const char *what);
+/* The error of a queued launch that failed without a sticky fault (0: none); cleared. */
+int       cuemu_take_async_error(void);
+/* The device's sharedMemPerBlock (48 KiB): the default limit of cuemu_func_max_dynamic_smem. */
+size_t    cuemu_shared_mem_per_block(void);
 
 /* ---- the queue of asynchronous work (stream.c) ------------------------------------------- */
 enum rt_op_kind { RT_OP_KERNEL = 1, RT_OP_COPY, RT_OP_SET, RT_OP_EVENT, RT_OP_HOSTFN,

@@ -44,7 +44,6 @@
 #include <ucontext.h>
 
 #include "rt_internal.h"
-#include "cuemu_core.h"
 
 #define STREAM_MAGIC 0x7374726du
 #define EVENT_MAGIC  0x65766e74u
@@ -358,8 +357,6 @@ static void apply_prot(rt_block *b, int state)
     b->prot = state;
 }
 
-extern void cuemu_locate_pc(void *pc, char *out, size_t n) __attribute__((weak));
-
 static void host_fault(int sig, siginfo_t *si, void *ucv)
 {
     const char *a = (const char *)si->si_addr;
@@ -388,7 +385,7 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
     char where[512], what[512], sn[64];
     where[0] = 0;
     /* the host's line when the access is in code built with -g (a .cu compiled by the emulator) */
-    if (pc && cuemu_locate_pc) {
+    if (pc) {
         cuemu_locate_pc((char *)pc + 1, where, sizeof where);
         if (!strchr(where, ':') || strstr(where, "unknown")) where[0] = 0;
     }
@@ -574,8 +571,6 @@ static int race_check(rt_op *op)
 }
 
 /* ---- running operations ------------------------------------------------------------------------ */
-extern int cuemu_launch_run(const cuemu_launch_desc *d) __attribute__((weak));
-
 /* A queued launch that failed without a sticky fault (a shared-memory race): the next
    synchronising call returns its error, once. */
 static int async_err;
@@ -603,7 +598,7 @@ static void op_run(rt_op *op)
     int sticky = cuemu_sticky_error();
     switch (op->kind) {
     case RT_OP_KERNEL:
-        if (!sticky && cuemu_launch_run) {
+        if (!sticky) {
             int e = cuemu_launch_run(&op->desc);
             if (e && !cuemu_sticky_error() && !async_err) async_err = e;
             /* a write into an allocation's slack (its last bytes before the guard page) is
@@ -849,7 +844,7 @@ cudaError_t rt_submit(rt_op *op, cudaStream_t stream, int run_now)
     return cudaSuccess;
 }
 
-void cuemu_launch_enqueue(const cuemu_launch_desc *d)
+void cuemu_stream_enqueue(const cuemu_launch_desc *d)
 {
     rt_op *op = rt_op_new(RT_OP_KERNEL, "kernel launch");
     if (!op) {

@@ -5,6 +5,7 @@
 #   emu/core/<name>      device-side features; run in forward, reverse and seeded random order
 #   emu/bugs/<name>      planted bugs: each must be caught with its expected message
 #   emu/runtime/<name>   the runtime API half (registered by glob), and emu/parity
+#   emu/alone/...        the core without the runtime, and the layering between them
 
 set(EMU_TEST_BIN "${BUILD_DIR}/emu/tests")
 
@@ -82,3 +83,19 @@ if(EXISTS "${REPO_ROOT}/emu/tests/core/rewrite_lines.py")
            WORKING_DIRECTORY "${REPO_ROOT}")
   set_tests_properties("emu/rewrite/lines" PROPERTIES TIMEOUT 60 LABELS "emu")
 endif()
+
+# The two halves apart (emu/tests/alone/): emu/core's objects, linked with a stub runtime that
+# implements only cuemu_internal.h, run kernels with barriers, warp shuffles, faults and races,
+# in every thread order; layering.py checks both directions by includes and by symbols.
+foreach(order forward reverse random:7)
+  string(REPLACE ":" "" tag "${order}")
+  add_test(NAME "emu/alone/core/${tag}" COMMAND "${EMU_TEST_BIN}/alone/core_alone"
+           WORKING_DIRECTORY "${REPO_ROOT}")
+  set_tests_properties("emu/alone/core/${tag}" PROPERTIES
+    TIMEOUT 60 LABELS "emu" ENVIRONMENT "CUEMU_ORDER=${order}")
+endforeach()
+add_test(NAME "emu/alone/layering"
+         COMMAND "${PYTHON}" "${REPO_ROOT}/emu/tests/alone/layering.py" "${REPO_ROOT}"
+                 "${BUILD_DIR}/emu/obj"
+         WORKING_DIRECTORY "${REPO_ROOT}")
+set_tests_properties("emu/alone/layering" PROPERTIES TIMEOUT 60 LABELS "emu")

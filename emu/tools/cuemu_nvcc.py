@@ -341,8 +341,8 @@ def main(argv):
         if o.compile_only:
             return 0
         out = o.output or "a.out"
-        # --whole-archive, as emu/emu.mk links: the runtime reaches the core through weak
-        # references, which do not pull members out of an archive
+        # --whole-archive, as emu/emu.mk links: the exports ctypes finds by name
+        # (cuemuLastDiagnostic, cuemuNoAccess...) are referenced by nothing in the program
         run([o.cxx] + (["-shared"] if o.shared else []) + o.xcompiler + ["-o", out] + objs
             + o.ldflags
             + ["-Wl,--whole-archive", EMU_RUNTIME, "-Wl,--no-whole-archive"] + EMU_LDLIBS, o)

@@ -109,7 +109,7 @@ int main(void)
     EXPECT(dims[0] == p.maxThreadsDim[0] && dims[1] == p.maxThreadsDim[1] && dims[2] == p.maxThreadsDim[2]);
     cuemu_max_grid_dim(dims);
     EXPECT(dims[0] == p.maxGridSize[0] && dims[1] == p.maxGridSize[1] && dims[2] == p.maxGridSize[2]);
-    EXPECT(cuemu_shared_mem_per_block() == p.sharedMemPerBlock);
+    EXPECT(cuemu_func_max_dynamic_smem(nullptr) == p.sharedMemPerBlock);   // no attribute set
     EXPECT(cuemu_shared_mem_per_block_optin() == p.sharedMemPerBlockOptin);
     EXPECT(p.major == 9 && p.minor == 0 && p.multiProcessorCount == 132);
     EXPECT(p.concurrentManagedAccess == 1 && p.pageableMemoryAccess == 0);
