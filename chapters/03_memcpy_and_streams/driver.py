@@ -446,7 +446,7 @@ def test_pinned_roundtrip(ctx):
 @CH.exercise(2, "stream_scale_shift: copy in, kernel, copy out on one stream, then sync")
 @pinned_balanced
 def test_stream(ctx):
-    sizes = [1, 257, 999_983] + ([(1 << 24) + 7] if ctx.backend == "gpu" else [])
+    sizes = [1, 257, 999_983] + ([(1 << 24) + 7] if ctx.large else [])
     for n in sizes:
         with PinnedArray(ctx.lib, n) as h_x, PinnedArray(ctx.lib, n) as h_y:
             h_x.array[:] = tut.random_f32(ctx.rng, n)
@@ -465,7 +465,7 @@ def test_pipeline(ctx):
     lib = ctx.lib
     cases = [(1, 64, 1), (1000, 1000, 1), (999_983, 4099, 2), (999_983, 1 << 18, 3),
              (100_003, 7, 4), (65_536, 1 << 20, 8)]
-    if ctx.backend == "gpu":   # big enough that a missing final synchronise shows on pinned h_y
+    if ctx.large:   # big enough that a missing final synchronise shows on pinned h_y
         cases.append(((1 << 24) + 7, 1 << 20, 3))
     for n, chunk, nstreams in cases:
         x = tut.random_f32(ctx.rng, n)

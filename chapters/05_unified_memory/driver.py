@@ -328,7 +328,7 @@ def random_lists(rng, n_nodes, n_lists):
 @CH.exercise(3, "lists_walk: lists built on the host, walked on the device")
 def test_lists_walk(ctx):
     lib = ctx.lib
-    sizes = [(1, 1), (50, 7), (3001, 129)] + ([(200_003, 4099)] if ctx.backend == "gpu" else [])
+    sizes = [(1, 1), (50, 7), (3001, 129)] + ([(200_003, 4099)] if ctx.large else [])
     for n_nodes, n_lists in sizes:
         keys, next_index, head_index, want_sums, want_lengths = random_lists(ctx.rng, n_nodes,
                                                                              n_lists)
@@ -376,7 +376,7 @@ def test_in_passes(ctx):
     # A prefetch is widened to whole pages: a chunk that does not start on a page boundary
     # (the emulator's allocations start 256-byte aligned) brings part of a page more at each end.
     slack = 2 * os.sysconf("SC_PAGE_SIZE")
-    n_big = 1_000_003 if ctx.backend == "cpu" else 50_000_017
+    n_big = 50_000_017 if ctx.large else 1_000_003
     # The last case's n is a whole number of chunks: no empty pass after the last one.
     for n, budget in ((n_big, PASS_GRANULE), (n_big, 5 * PASS_GRANULE + 123),
                       (n_big, 4 * n_big + 1), (3 * chunk_for_budget(PASS_GRANULE), PASS_GRANULE)):

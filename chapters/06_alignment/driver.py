@@ -335,7 +335,7 @@ IMAGE_SHAPES = [(1, 1), (2, 3), (3, 33), (17, 100), (64, 129), (5, 1000), (100, 
 
 @CH.exercise(1, "scale_rows_pitched_kernel: rows stepped by the pitch in bytes, padding untouched")
 def test_pitched(ctx):
-    shapes = IMAGE_SHAPES + ([(1000, 3001)] if ctx.backend == "gpu" else [])
+    shapes = IMAGE_SHAPES + ([(1000, 3001)] if ctx.large else [])
     padded = 0
     for height, width in shapes:
         img = tut.random_f32(ctx.rng, height, width)
@@ -360,7 +360,7 @@ def test_pitched(ctx):
 def test_view(ctx):
     cases = [(7, 50, 3, 33), (33, 300, 17, 129), (1, 10, 1, 5), (100, 1031, 1, 1000),
              (65, 129, 128, 1), (5, 7, 0, 7)]
-    if ctx.backend == "gpu":
+    if ctx.large:
         cases.append((2001, 4099, 5, 3001))
     for height, total, col, width in cases:
         wide = tut.random_f32(ctx.rng, height, total)
@@ -398,7 +398,7 @@ def test_copy(ctx):
         tut.assert_equal(copy_at_offset(ctx.lib, a, offset, max_blocks=blocks), a,
                          name=f"copy of 4099 floats at an offset of {offset} floats with a grid "
                               f"of {blocks} block(s) of 256 threads (the grid-stride loop)")
-    if ctx.backend == "gpu":
+    if ctx.large:
         a = tut.random_f32(ctx.rng, (1 << 24) + 7)
         tut.assert_equal(copy_at_offset(ctx.lib, a, 3), a, name="copy of 2^24+7 floats")
 
