@@ -34,6 +34,10 @@ typedef struct cuemu_thread_pub {
 } cuemu_thread_pub;
 
 extern CUEMU_HIDDEN cuemu_thread_pub *cuemu_cur;          /* NULL outside a kernel */
+/* cuemu_cur->idx, copied by the core whenever cuemu_cur changes: threadIdx reads this global,
+   which the compiler keeps in a register between switches, without an alignment check of the
+   pointer or, in the clang build, a load callback for the pointer as well */
+extern CUEMU_HIDDEN struct uint3 cuemu_tidx;
 extern CUEMU_HIDDEN struct uint3 cuemu_block_idx, cuemu_block_dim, cuemu_grid_dim;
 
 /* One launch, as the launch template hands it over. */
@@ -69,6 +73,10 @@ int  cuemu_launch_run(const cuemu_launch_desc *d);
 void cuemu_launch_enqueue(const cuemu_launch_desc *d);
 
 /* ---- device-side operations (called only from inside a kernel) ------------------------ */
+/* A thread's kernel body returned: 1 if the next thread of the block is now current and its
+   body may run right away, on the same stack (nothing in the block has waited yet); 0 if the
+   caller must return to the core instead. */
+CUEMU_HIDDEN int cuemu_thread_next(void);
 void cuemu_syncthreads(const char *file, int line);
 /* op: 0 count, 1 and, 2 or */
 int  cuemu_syncthreads_op(int op, int pred, const char *file, int line);
