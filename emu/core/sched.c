@@ -446,9 +446,9 @@ static void lazy_settle(void)
     if (!g_lazy) return;
     g_lazy = 0;
     g_seq_last = -1;
-    cthread *first = &g_th[g_order[0]];
+    cthread *first = g_order_th[0];
     for (int p = 0; p < g_seq && p < g_n; p++) {
-        cthread *d = &g_th[g_order[p]];
+        cthread *d = g_order_th[p];
         d->gen = g_gen;
         d->state = T_DONE;
         d->stack_lo = first->stack_lo;
@@ -456,7 +456,7 @@ static void lazy_settle(void)
     }
     g_live = g_seq < g_n ? g_n - g_seq : 0;
     if (g_seq > 0 && g_seq < g_n) {
-        cthread *c = &g_th[g_order[g_seq]];
+        cthread *c = g_order_th[g_seq];
         thread_start(c);
         c->stack_lo = first->stack_lo;
     }

@@ -34,9 +34,9 @@ typedef struct cuemu_thread_pub {
 } cuemu_thread_pub;
 
 extern CUEMU_HIDDEN cuemu_thread_pub *cuemu_cur;          /* NULL outside a kernel */
-/* cuemu_cur->idx, copied by the core whenever cuemu_cur changes: threadIdx reads this global,
-   which the compiler keeps in a register between switches, without an alignment check of the
-   pointer or, in the clang build, a load callback for the pointer as well */
+/* threadIdx: cuemu_cur->idx, copied by the core whenever cuemu_cur changes. Read from a global
+   rather than through cuemu_cur, it stays in a register between calls, with no alignment check
+   of the pointer and, in the clang build, no load hook for it. */
 extern CUEMU_HIDDEN struct uint3 cuemu_tidx;
 extern CUEMU_HIDDEN struct uint3 cuemu_block_idx, cuemu_block_dim, cuemu_grid_dim;
 
