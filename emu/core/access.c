@@ -376,6 +376,7 @@ static __attribute__((noinline)) void shared_access(region *r, const char *a, un
 {
     size_t off = (size_t)(a - r->lo);
     for (size_t w = off / 4; w * 4 < off + size && w * 4 < r->n; w++) {
+        /* the bytes of this word the access covers */
         size_t b0 = w * 4 > off ? 0 : off - w * 4;
         size_t b1 = (w + 1) * 4 < off + size ? 4 : off + size - w * 4;
         uint8_t mask = (uint8_t)(((1u << b1) - 1) & ~((1u << b0) - 1));
