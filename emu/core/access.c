@@ -58,6 +58,8 @@ typedef struct {
     uint32_t w_wep, r_wep;          /* the accessing warp's rendezvous count at that time     */
     int32_t  w_tid, r_tid;          /* linear thread; r_tid -2: several readers               */
     uint8_t  w_mask, r_mask;        /* bytes of the word                                      */
+    uint32_t quiet;                 /* == the epoch while a read can change nothing: several
+                                       threads read every byte and none wrote in this epoch */
     void    *w_pc, *r_pc;
 } shadow;
 
@@ -72,7 +74,10 @@ typedef struct {
 #define MAX_REGIONS 256
 static region g_reg[MAX_REGIONS];
 static int g_nreg;
-static uintptr_t g_lo = UINTPTR_MAX, g_hi;     /* bounding box of every region */
+static uintptr_t g_lo, g_hi;                   /* bounding box of every region (0, 0: none) */
+/* The two regions the last shared accesses hit, tried first: a kernel's accesses mostly
+   alternate between one or two arrays (a tiled matmul's two tiles). */
+static region *g_hit[2] = { &g_reg[0], &g_reg[0] };
 static uint32_t g_epoch = 1;
 static uint32_t g_wep[32];
 static int g_race_on = -1;
@@ -87,6 +92,7 @@ static void bounds(void)
         if ((uintptr_t)g_reg[i].lo < g_lo) g_lo = (uintptr_t)g_reg[i].lo;
         if ((uintptr_t)g_reg[i].lo + g_reg[i].n > g_hi) g_hi = (uintptr_t)g_reg[i].lo + g_reg[i].n;
     }
+    if (g_hi == 0) g_lo = 0;
 }
 
 static void region_set(region *r, void *p, size_t n, const char *name, int dynamic)
@@ -319,58 +325,105 @@ static void zone_hit(const zone *z, uintptr_t a, int write, void *pc)
 }
 
 /* ---- the check --------------------------------------------------------------------------------- */
-static void shared_access(region *r, const char *a, unsigned size, int write, void *pc)
+/* The shadow word s of region r, of which an access by this thread covers the bytes in mask.
+   Inlined with a constant mask for the common whole-word access. */
+static inline __attribute__((always_inline)) void word_access(region *r, shadow *s, uint8_t mask,
+                                                              const char *a, int write, void *pc)
 {
-    int me = (int)cuemu_cur->linear;
-    unsigned warp = cuemu_cur->warp < 32 ? cuemu_cur->warp : 31;
-    uint32_t wep = g_wep[warp];
+    const uint32_t ep = g_epoch;
+    /* the common read of a shared tile: nothing to report and nothing to record */
+    if (!write && s->quiet == ep) return;
+    const int me = (int)cuemu_cur->linear;
+    const uint32_t wep = g_wep[cuemu_cur->warp < 32 ? cuemu_cur->warp : 31];
+    /* a conflicting earlier access: same barrier epoch, other thread, overlapping bytes,
+       and, for a thread of the same warp, no warp rendezvous since */
+#define UNORDERED(tid, e, wp) ((e) == ep && (tid) != me && \
+        ((unsigned)(tid) / 32 != (unsigned)me / 32 || (wp) == wep))
+    if (s->w_mask & mask && UNORDERED(s->w_tid, s->w_epoch, s->w_wep))
+        race(r, a, write ? "write after write" : "read after write", s->w_tid, s->w_pc,
+             "writes", write ? "writes" : "reads", pc);
+    if (write && (s->r_mask & mask) && s->r_epoch == ep &&
+        (s->r_tid == -2 || UNORDERED(s->r_tid, s->r_epoch, s->r_wep)))
+        race(r, a, "write after read", s->r_tid, s->r_pc, "reads", "writes", pc);
+#undef UNORDERED
+    if (write) {
+        s->w_epoch = ep;
+        s->w_wep = wep;
+        s->w_tid = me;
+        s->w_mask = mask;
+        s->w_pc = pc;
+        s->quiet = 0;
+    } else if (s->r_epoch == ep && s->r_tid != me && (s->r_mask & mask)) {
+        s->r_tid = -2;
+        s->r_mask |= mask;
+        if (s->r_mask == 0xF && (s->w_epoch != ep || !s->w_mask)) s->quiet = ep;
+    } else {
+        s->r_epoch = ep;
+        s->r_wep = wep;
+        s->r_tid = me;
+        s->r_mask = mask;
+        s->r_pc = pc;
+    }
+}
+
+/* Any access: each word it touches, with the bytes of that word it covers. */
+static __attribute__((noinline)) void shared_access(region *r, const char *a, unsigned size,
+                                                    int write, void *pc)
+{
     size_t off = (size_t)(a - r->lo);
     for (size_t w = off / 4; w * 4 < off + size && w * 4 < r->n; w++) {
-        shadow *s = &r->sh[w];
         /* the bytes of this word the access covers */
         size_t b0 = w * 4 > off ? 0 : off - w * 4;
         size_t b1 = (w + 1) * 4 < off + size ? 4 : off + size - w * 4;
         uint8_t mask = (uint8_t)(((1u << b1) - 1) & ~((1u << b0) - 1));
-        /* a conflicting earlier access: same barrier epoch, other thread, overlapping bytes,
-           and, for a thread of the same warp, no warp rendezvous since */
-#define UNORDERED(tid, ep, wp) ((ep) == g_epoch && (tid) != me && \
-        ((unsigned)(tid) / 32 != (unsigned)me / 32 || (wp) == wep))
-        if (s->w_mask & mask && UNORDERED(s->w_tid, s->w_epoch, s->w_wep))
-            race(r, a, write ? "write after write" : "read after write", s->w_tid, s->w_pc,
-                 "writes", write ? "writes" : "reads", pc);
-        if (write && (s->r_mask & mask) && s->r_epoch == g_epoch &&
-            (s->r_tid == -2 || UNORDERED(s->r_tid, s->r_epoch, s->r_wep)))
-            race(r, a, "write after read", s->r_tid, s->r_pc, "reads", "writes", pc);
-#undef UNORDERED
-        if (write) {
-            s->w_epoch = g_epoch;
-            s->w_wep = wep;
-            s->w_tid = me;
-            s->w_mask = mask;
-            s->w_pc = pc;
-        } else if (s->r_epoch == g_epoch && s->r_tid != me && (s->r_mask & mask)) {
-            s->r_tid = -2;
-            s->r_mask |= mask;
-        } else {
-            s->r_epoch = g_epoch;
-            s->r_wep = wep;
-            s->r_tid = me;
-            s->r_mask = mask;
-            s->r_pc = pc;
-        }
+        word_access(r, &r->sh[w], mask, a, write, pc);
     }
 }
 
-static inline void access(const void *addr, unsigned size, int write, void *pc)
+static __attribute__((noinline)) region *find_region_slow(uintptr_t a)
+{
+    for (int i = 0; i < g_nreg; i++)
+        if (a - (uintptr_t)g_reg[i].lo < g_reg[i].n) return &g_reg[i];
+    return NULL;
+}
+
+/* The region holding address a, or NULL: the last two regions found first. */
+static inline region *find_region(uintptr_t a)
+{
+    if (a - g_lo >= g_hi - g_lo) return NULL;
+    region *r = g_hit[0];
+    if (a - (uintptr_t)r->lo < r->n) return r;
+    r = g_hit[1];
+    if (a - (uintptr_t)r->lo < r->n) return r;
+    if (!(r = find_region_slow(a))) return NULL;
+    g_hit[1] = g_hit[0];
+    g_hit[0] = r;
+    return r;
+}
+
+/* Everything about one access that needs_nothing() could not settle. */
+static __attribute__((noinline)) void access(const void *addr, unsigned size, int write, void *pc)
 {
     if (!cuemu_cur) return;
     uintptr_t a = (uintptr_t)addr;
-    if (a >= g_lo && a < g_hi) {
-        for (int i = 0; i < g_nreg; i++) {
-            region *r = &g_reg[i];
-            if (a - (uintptr_t)r->lo < r->n) {
-                if (g_race_on && !cuemu_atomic_depth) shared_access(r, (const char *)addr, size, write, pc);
-                break;
+    region *r = find_region(a);
+    if (r) {
+        if (g_race_on && !cuemu_atomic_depth) {
+            size_t off = (size_t)(a - (uintptr_t)r->lo);
+            /* whole aligned words inside the region (every float, int, double, float4 access
+               of a correct kernel) */
+            if (!(off & 3) && size >= 4 && off + size <= r->n) {
+                shadow *s = &r->sh[off / 4];
+                word_access(r, s, 0xF, (const char *)addr, write, pc);
+                if (size >= 8) {
+                    word_access(r, s + 1, 0xF, (const char *)addr, write, pc);
+                    if (size == 16) {
+                        word_access(r, s + 2, 0xF, (const char *)addr, write, pc);
+                        word_access(r, s + 3, 0xF, (const char *)addr, write, pc);
+                    }
+                }
+            } else {
+                shared_access(r, (const char *)addr, size, write, pc);
             }
         }
     } else if (a + size > g_zlo && a < g_zhi) {
@@ -380,9 +433,35 @@ static inline void access(const void *addr, unsigned size, int write, void *pc)
     if (cuemu_access_observer) cuemu_access_observer(addr, size, write, pc);
 }
 
-#define HOOK(N, T)                                                                      \
-    void __sanitizer_cov_load##N(T *p) { access(p, N, 0, __builtin_return_address(0)); } \
-    void __sanitizer_cov_store##N(T *p) { access(p, N, 1, __builtin_return_address(0)); }
+/* 1 when the access certainly needs nothing more: it is made outside a kernel, or, while no
+   profile counts, it is a global access away from every guard zone or a read of a shared word
+   already read by several threads and written by none since the last barrier (word_access
+   would return at once). Inlined into each hook, it is the whole of the common case, and no
+   stack frame is set up for it. */
+static inline __attribute__((always_inline)) int needs_nothing(uintptr_t a, unsigned size,
+                                                               int write)
+{
+    if (!cuemu_cur) return 1;
+    if (cuemu_access_observer) return 0;
+    if (a - g_lo >= g_hi - g_lo) return a + size <= g_zlo || a >= g_zhi;
+    if (write || size != 4 || !g_race_on || cuemu_atomic_depth) return 0;
+    for (int i = 0; i < 2; i++) {
+        const region *r = g_hit[i];
+        size_t off = (size_t)(a - (uintptr_t)r->lo);
+        if (off < r->n) return !(off & 3) && off + 4 <= r->n && r->sh[off / 4].quiet == g_epoch;
+    }
+    return 0;
+}
+
+#define HOOK(N, T)                                                                         \
+    void __sanitizer_cov_load##N(T *p)                                                     \
+    {                                                                                      \
+        if (!needs_nothing((uintptr_t)p, N, 0)) access(p, N, 0, __builtin_return_address(0)); \
+    }                                                                                      \
+    void __sanitizer_cov_store##N(T *p)                                                    \
+    {                                                                                      \
+        if (!needs_nothing((uintptr_t)p, N, 1)) access(p, N, 1, __builtin_return_address(0)); \
+    }
 HOOK(1, uint8_t)
 HOOK(2, uint16_t)
 HOOK(4, uint32_t)

@@ -109,6 +109,7 @@ typedef struct cthread {
 typedef struct { unsigned exists, exited, arrived; } cwarp;
 
 CUEMU_HIDDEN cuemu_thread_pub *cuemu_cur;
+CUEMU_HIDDEN struct uint3 cuemu_tidx;
 CUEMU_HIDDEN struct uint3 cuemu_block_idx, cuemu_block_dim, cuemu_grid_dim;
 
 static pthread_mutex_t g_launch_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -124,10 +125,18 @@ static int      g_nfree, g_next_own;
    order and the next one is found without a search. */
 static unsigned g_gen;
 static int      g_any_blocked;
+/* While g_lazy, no thread of the block has waited for another yet: the threads run one after
+   another, in order, on one stack (that of g_th[g_order[0]], which started the block), and the
+   one running is the one at order position g_seq. What the finished ones leave behind (their
+   state, their warps' exit bits, g_live) is written only when something needs it
+   (lazy_settle): a barrier-free kernel never does, and pays no per-thread bookkeeping. */
+static int      g_lazy, g_seq;
+static int      g_seq_last;          /* g_n - 1 while g_lazy, else -1 */
 #define STARTED(t) ((t)->gen == g_gen)
 #define ST(t) (STARTED(t) ? (t)->state : T_RUN)
 static size_t   g_stack_size, g_page;
 static int     *g_order;             /* g_order[pos] = thread index */
+static cthread **g_order_th;         /* g_order_th[pos] = &g_th[g_order[pos]] */
 static int      g_n;                 /* threads in the block */
 static int      g_live, g_at_bar, g_bar_mismatch, g_bar_count, g_bar_last_count, g_bar_last_n;
 static const char *g_bar_file;
@@ -236,6 +245,7 @@ static void switch_to(cthread *from, cthread *to)
     }
     if (from && from->state == T_DONE) g_free_stk[g_nfree++] = from->stack_lo;
     cuemu_cur = to ? &to->pub : NULL;
+    if (to) cuemu_tidx = to->pub.idx;
 #ifdef CUEMU_TSAN
     /* no_sync: a switch is not a happens-before edge; only barriers and warp ops are */
     __tsan_switch_to_fiber(to ? to->tsan_fiber : g_sched_fiber, 1);
@@ -296,8 +306,8 @@ static void pool_free(void)
         if (g_th[i].tsan_fiber) __tsan_destroy_fiber(g_th[i].tsan_fiber);
 #endif
     }
-    free(g_th); free(g_order); free(g_free_stk);
-    g_th = NULL; g_order = NULL; g_free_stk = NULL; g_th_cap = 0;
+    free(g_th); free(g_order); free(g_order_th); free(g_free_stk);
+    g_th = NULL; g_order = NULL; g_order_th = NULL; g_free_stk = NULL; g_th_cap = 0;
 }
 
 /* Stacks are allocated once and reused by every block of every launch. */
@@ -318,11 +328,13 @@ static int pool_reserve(int n)
     if (n <= g_th_cap) return 0;
     cthread *th = (cthread *)realloc(g_th, sizeof(cthread) * (size_t)n);
     int *order = (int *)realloc(g_order, sizeof(int) * (size_t)n);
+    cthread **order_th = (cthread **)realloc(g_order_th, sizeof(cthread *) * (size_t)n);
     char **fr = (char **)realloc(g_free_stk, sizeof(char *) * (size_t)n);
     if (th) g_th = th;
     if (order) g_order = order;
+    if (order_th) g_order_th = order_th;
     if (fr) g_free_stk = fr;
-    if (!th || !order || !fr) return -1;
+    if (!th || !order || !order_th || !fr) return -1;
     for (int i = g_th_cap; i < n; i++) {
         memset(&g_th[i], 0, sizeof g_th[i]);
         /* [guard page][stack]: the stack grows down into the guard, which faults */
@@ -390,6 +402,17 @@ static void fiber_main(void *arg)
 #ifdef CUEMU_TSAN
         __tsan_release(&g_tsan_block[g_tsan_blockno & 1]);
 #endif
+        if (g_lazy) {
+            if (cuemu_thread_next()) continue;
+            /* the whole block ran without a wait: only t, which owns this stack, needs to
+               say it finished (switch_to frees the stack) */
+            g_lazy = 0;
+            g_seq_last = -1;
+            g_live = 0;
+            t->state = T_DONE;
+            switch_to(t, NULL);
+        }
+        t = (cthread *)cuemu_cur;      /* the thread running on this stack now */
         t->state = T_DONE;
         g_live--;
         cwarp *w = &g_warps[t->pub.warp];
@@ -406,7 +429,7 @@ static void fiber_main(void *arg)
             thread_start(u);
             u->stack_lo = t->stack_lo;
             cuemu_cur = &u->pub;
-            t = u;
+            cuemu_tidx = u->pub.idx;
             continue;
         }
         switch_to(t, u);
@@ -414,10 +437,44 @@ static void fiber_main(void *arg)
     }
 }
 
+/* Ends the block's lazy phase (see g_lazy): the threads before order position g_seq finished,
+   the one at g_seq runs on the first thread's stack, and from now on every thread's state is
+   kept up to date. Called before anything reads that state (a wait, __activemask, a report). */
+static void lazy_settle(void)
+{
+    if (!g_lazy) return;
+    g_lazy = 0;
+    g_seq_last = -1;
+    cthread *first = g_order_th[0];
+    for (int p = 0; p < g_seq && p < g_n; p++) {
+        cthread *d = g_order_th[p];
+        d->gen = g_gen;
+        d->state = T_DONE;
+        d->stack_lo = first->stack_lo;
+        g_warps[d->pub.warp].exited |= 1u << d->pub.lane;
+    }
+    g_live = g_seq < g_n ? g_n - g_seq : 0;
+    if (g_seq > 0 && g_seq < g_n) {
+        cthread *c = g_order_th[g_seq];
+        thread_start(c);
+        c->stack_lo = first->stack_lo;
+    }
+}
+
+int cuemu_thread_next(void)
+{
+    if (g_seq >= g_seq_last) return 0;
+    cthread *u = g_order_th[++g_seq];
+    cuemu_cur = &u->pub;
+    cuemu_tidx = u->pub.idx;
+    return 1;
+}
+
 static void barrier_arrive(const char *file, int line, int pred)
 {
     cthread *t = (cthread *)cuemu_cur;
     if (!t) return;                   /* called from host code: nothing to wait for */
+    lazy_settle();
 #ifdef CUEMU_TSAN
     __tsan_release(&g_tsan_barrier);
 #endif
@@ -428,7 +485,7 @@ static void barrier_arrive(const char *file, int line, int pred)
     if (g_at_bar++ == 0) {
         g_bar_file = file;
         g_bar_line = line;
-    } else if (line != g_bar_line || strcmp(file, g_bar_file) != 0) {
+    } else if (line != g_bar_line || (file != g_bar_file && strcmp(file, g_bar_file) != 0)) {
         g_bar_mismatch = 1;
     }
     g_bar_count += pred != 0;
@@ -532,6 +589,7 @@ uint64_t cuemu_warp_op(int kind, unsigned mask, uint64_t value, int arg, int wid
 {
     cthread *t = (cthread *)cuemu_cur;
     if (!t) return value;
+    lazy_settle();
     cwarp *w = &g_warps[t->pub.warp];
     unsigned lb = 1u << t->pub.lane;
     unsigned m = mask & w->exists;
@@ -570,6 +628,7 @@ void cuemu_yield(void)
 {
     cthread *t = (cthread *)cuemu_cur;
     if (!t) return;
+    lazy_settle();
     g_any_blocked = 1;
     yield_from(t);
 }
@@ -578,6 +637,7 @@ unsigned cuemu_activemask(void)
 {
     cthread *t = (cthread *)cuemu_cur;
     if (!t) return 1;
+    lazy_settle();
     cwarp *w = &g_warps[t->pub.warp];
     return w->exists & ~w->exited;
 }
@@ -1129,7 +1189,10 @@ static void order_fill(unsigned long long block_linear)
             int tmp = g_order[i]; g_order[i] = g_order[j]; g_order[j] = tmp;
         }
     }
-    for (int i = 0; i < g_n; i++) g_th[g_order[i]].pos = i;
+    for (int i = 0; i < g_n; i++) {
+        g_th[g_order[i]].pos = i;
+        g_order_th[i] = &g_th[g_order[i]];
+    }
 }
 
 /* Runs one block; 0 when every thread finished, 1 when it is stuck. */
@@ -1149,6 +1212,9 @@ static int run_block(void)
     }
     g_live = g_n;
     g_at_bar = g_bar_mismatch = g_bar_count = 0;
+    g_lazy = !CUEMU_TSAN_ON;
+    g_seq = 0;
+    g_seq_last = g_lazy ? g_n - 1 : -1;
     switch_to(NULL, &g_th[g_order[0]]);
     return g_live > 0;
 }
@@ -1228,6 +1294,7 @@ int cuemu_launch_run(const cuemu_launch_desc *d)
 #endif
             signals_restore();
             g_jb_armed = 0;
+            lazy_settle();                   /* the reports read every thread's state */
             g_fault_block = cuemu_block_idx;
             cuemu_cur = NULL;
             int sticky = 1;

@@ -38,6 +38,10 @@ typedef struct cuemu_thread_pub {
 } cuemu_thread_pub;
 
 extern CUEMU_HIDDEN cuemu_thread_pub *cuemu_cur;          /* NULL outside a kernel */
+/* threadIdx: cuemu_cur->idx, copied by the core whenever cuemu_cur changes. Read from a global
+   rather than through cuemu_cur, it stays in a register between calls, with no alignment check
+   of the pointer and, in the clang build, no load hook for it. */
+extern CUEMU_HIDDEN struct uint3 cuemu_tidx;
 extern CUEMU_HIDDEN struct uint3 cuemu_block_idx, cuemu_block_dim, cuemu_grid_dim;
 
 /* One launch, as the launch template hands it over. */
@@ -85,6 +89,10 @@ void cuemu_locate_pc(void *pc, char *out, size_t n);
 int  cuemuNoAccess(void *p, size_t n, void *buf, size_t buf_n, int on);
 
 /* ---- device-side operations (called only from inside a kernel) ------------------------ */
+/* A thread's kernel body returned: 1 if the next thread of the block is now current and its
+   body may run right away, on the same stack (nothing in the block has waited yet); 0 if the
+   caller must return to the core instead. */
+CUEMU_HIDDEN int cuemu_thread_next(void);
 void cuemu_syncthreads(const char *file, int line);
 /* op: 0 count, 1 and, 2 or */
 int  cuemu_syncthreads_op(int op, int pred, const char *file, int line);

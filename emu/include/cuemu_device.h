@@ -91,7 +91,7 @@ static inline uint3 make_uint3(unsigned int x, unsigned int y, unsigned int z)
 // ---- built-in variables ---------------------------------------------------------------------
 /* Macros, not variables: each read must see the fiber that is running now. Read-only like
    CUDA's (they are const references). */
-#define threadIdx (static_cast<const uint3 &>(::cuemu_cur->idx))
+#define threadIdx (static_cast<const uint3 &>(::cuemu_tidx))
 #define blockIdx  (static_cast<const uint3 &>(::cuemu_block_idx))
 #define blockDim  (static_cast<const uint3 &>(::cuemu_block_dim))
 #define gridDim   (static_cast<const uint3 &>(::cuemu_grid_dim))
@@ -378,8 +378,13 @@ template <class Body, class Tup> static void run_thread(void *p)
 {
     launch_ctx<Body, Tup> *c = static_cast<launch_ctx<Body, Tup> *>(p);
     /* the kernel's by-value parameters are this thread's own copies (kernels cannot take
-       references), so the shared argument tuple is never written */
-    std::apply(c->body, c->args);
+       references), so the argument tuple is never written; this stack's copy of it is one the
+       compiler knows to be aligned, so the alignment checks of each access to it go, and the
+       threads that run here one after another (cuemu_thread_next) share it */
+    Body body(c->body);
+    Tup args(c->args);
+    do std::apply(body, args);
+    while (cuemu_thread_next());
 }
 template <class Body, class Tup> static void free_ctx(void *p)
 {
