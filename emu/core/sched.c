@@ -1389,6 +1389,11 @@ out:
     return err;
 }
 
+unsigned cuemu_block_gen(void)
+{
+    return g_gen;
+}
+
 void cuemu_device_error(int err, const char *file, int line, const char *what)
 {
     cuemu_diag("%s at %s:%d", what, file, line);

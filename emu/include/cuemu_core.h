@@ -118,6 +118,10 @@ extern CUEMU_HIDDEN int cuemu_atomic_depth;
 /* Base of this launch's dynamic shared memory; name is the extern __shared__ variable. */
 void *cuemu_dyn_smem(const char *name);
 
+/* Changes at every block the core starts (never 0): per-thread state a device header keeps
+   (the pipeline primitives' pending copies) is stale when it was made under another value. */
+unsigned cuemu_block_gen(void);
+
 /* Reports a device-side problem that is not a fault (e.g. a kernel launched from a kernel). */
 void cuemu_device_error(int err, const char *file, int line, const char *what);
 
