@@ -108,11 +108,22 @@ endef
 $(foreach t,chapters solutions,$(eval $(call cpu_lib,$(t))))
 
 # --- Python -------------------------------------------------------------------------------------
+# When $(PYTHON) has a pip that can install into another environment (--python, pip 22.3 and
+# newer), that pip fills the venv, which then needs no pip of its own (installing one into it
+# costs as much again as NumPy); else the venv gets its own pip (ensurepip, python3-venv).
+PIP_FLAGS := --quiet --disable-pip-version-check
 $(BUILD)/venv/.ready: requirements.txt
-	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { echo "error: $(PYTHON) cannot make a virtual environment: install python3-venv (Debian/Ubuntu: apt-get install python3-venv), or a $(PYTHON) that has NumPy"; exit 1; }
 	@echo "Setting up Python (once): $(PYTHON) has no NumPy, so making $(BUILD)/venv and installing requirements.txt into it with pip (about 30 s)..."
-	$(PYTHON) -m venv $(BUILD)/venv
-	$(BUILD)/venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@if $(PYTHON) -m pip --python "$$(command -v $(PYTHON))" --version >/dev/null 2>&1; then \
+	  echo "$(PYTHON) -m venv --clear --without-pip $(BUILD)/venv && $(PYTHON) -m pip --python $(BUILD)/venv/bin/python install $(PIP_FLAGS) -r requirements.txt"; \
+	  $(PYTHON) -m venv --clear --without-pip $(BUILD)/venv && \
+	  $(PYTHON) -m pip --python $(BUILD)/venv/bin/python install $(PIP_FLAGS) -r requirements.txt; \
+	else \
+	  $(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { echo "error: $(PYTHON) cannot make a virtual environment: install python3-venv (Debian/Ubuntu: apt-get install python3-venv), or a $(PYTHON) that has NumPy"; exit 1; }; \
+	  echo "$(PYTHON) -m venv --clear $(BUILD)/venv && $(BUILD)/venv/bin/python -m pip install $(PIP_FLAGS) -r requirements.txt"; \
+	  $(PYTHON) -m venv --clear $(BUILD)/venv && \
+	  $(BUILD)/venv/bin/python -m pip install $(PIP_FLAGS) -r requirements.txt; \
+	fi
 	@echo "Python is ready: $(BUILD)/venv (drivers run by hand use it by themselves)"
 	@touch $@
 
