@@ -74,10 +74,12 @@ $(EMU_RUNTIME): $(EMU_LIB_OBJ)
 # gcc does not check the headers' dates, so everything that compiles with EMU_CXXFLAGS depends
 # on it through EMU_HEADERS, and it is rebuilt first when a header changes.
 # clang (the race detector's build) refuses, instead of ignoring, a PCH made with other flags:
-# only the rules here and in the Makefile, which compile with EMU_CXXFLAGS exactly, name it
-# (EMU_PCH_CXXFLAGS: -include-pch for -include); EMU_CXXFLAGS itself, what cuemu-nvcc and the
-# grader compile with, keeps the header. The code compiled is the same either way: the PCH holds
-# only the parsed header, and each compile generates code from it with its own flags.
+# only what compiles with EMU_CXXFLAGS exactly (the rules here and in the Makefile, and the
+# grader through `make grade-vars`) names it (EMU_PCH_CXXFLAGS: -include-pch for -include);
+# EMU_CXXFLAGS itself, which cuemu-nvcc adds a user's flags to, keeps the header. The machine
+# code is the same either way: the PCH holds only the parsed header, and each compile generates
+# code from it with its own flags; only the emulator headers' own file names, where an object
+# records them, are absolute paths.
 ifeq ($(findstring clang,$(EMU_CXX)),)
 EMU_PCH_DIR  := $(EMU_BUILD)/pch
 EMU_PCH      := $(EMU_PCH_DIR)/cuda_runtime.h.gch
@@ -97,7 +99,7 @@ $(EMU_PCH): $(EMU_HEADERS) emu/emu.mk
 	@mkdir -p $(@D)
 	$(EMU_CXX) $(filter-out -include cuda_runtime.h,$(EMU_CXXFLAGS)) -x c++-header -o $@.tmp emu/include/cuda_runtime.h
 	mv -f $@.tmp $@
-EMU_PCH_CXXFLAGS := $(subst -include cuda_runtime.h,-include-pch $(EMU_PCH),$(EMU_CXXFLAGS))
+EMU_PCH_CXXFLAGS := $(subst -include cuda_runtime.h,-include-pch $(abspath $(EMU_PCH)),$(EMU_CXXFLAGS))
 endif
 EMU_HEADERS  := $(EMU_HEADERS) $(EMU_PCH)
 

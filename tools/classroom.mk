@@ -32,7 +32,7 @@ grade-prereqs: $(if $(filter cpu,$(B)),$(EMU_REWRITE) $(EMU_RUNTIME) $(BUILD)/cp
 grade-vars:
 	@echo 'rewrite=$(abspath $(EMU_REWRITE))'
 	@echo 'cxx=$(EMU_CXX)'
-	@echo 'cxxflags=$(subst -Iemu/,-I$(CURDIR)/emu/,$(EMU_CXXFLAGS))'
+	@echo 'cxxflags=$(subst -Iemu/,-I$(CURDIR)/emu/,$(EMU_PCH_CXXFLAGS))'
 	@echo 'runtime=$(abspath $(EMU_RUNTIME))'
 	@echo 'ldlibs=$(EMU_LDLIBS)'
 	@echo 'tut_check=$(abspath $(BUILD)/$(B)/common/tut_check.o)'
