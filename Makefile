@@ -99,13 +99,23 @@ $(BUILD)/cpu/common/tut_check.o: common/tut_check.cu $(COMMON_H) $(EMU_REWRITE) 
 	@mkdir -p $(@D)
 	$(EMU_REWRITE) $< $(@D)/tut_check.cpp
 	$(EMU_CXX) $(EMU_PCH_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -c -o $@ $(@D)/tut_check.cpp
+# One object per .cu, so that a change to one file recompiles only that file. The rewrite runs on
+# every make (it is quick) but replaces its output only when the text changes: an object follows
+# its source's content, not its date (make mutants puts an original file back, with its old date,
+# after compiling a planted bug in it).
 define cpu_lib
-$(BUILD)/cpu/$(1)/lib%.so: $$$$(wildcard $(1)/$$$$*/*.cu) $(COMMON_H) $(BUILD)/cpu/common/tut_check.o $$(EMU_REWRITE) $$(EMU_RUNTIME) $$(EMU_HEADERS)
-	@mkdir -p $$(@D)/obj/$$*; rm -f $$@
-	for f in $$(filter %.cu,$$^); do $$(EMU_REWRITE) $$$$f $$(@D)/obj/$$*/$$$$(basename $$$$f .cu).cpp || exit 1; done
-	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -I$(1)/$$* -shared -o $$@ $$(@D)/obj/$$*/*.cpp $(BUILD)/cpu/common/tut_check.o -Wl,--whole-archive $$(EMU_RUNTIME) -Wl,--no-whole-archive $$(EMU_LDLIBS)
+$(BUILD)/cpu/$(1)/obj/%.cpp: $(1)/%.cu $$(EMU_REWRITE) FORCE
+	@mkdir -p $$(@D)
+	@$$(EMU_REWRITE) $$< $$@.tmp && if cmp -s $$@.tmp $$@; then rm -f $$@.tmp; else mv -f $$@.tmp $$@ && echo "$$(EMU_REWRITE) $$< $$@"; fi
+$(BUILD)/cpu/$(1)/obj/%.o: $(BUILD)/cpu/$(1)/obj/%.cpp $(COMMON_H) $$(EMU_HEADERS)
+	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -I$(1)/$$(*D) -c -o $$@ $$<
+$(BUILD)/cpu/$(1)/lib%.so: $$$$(addprefix $(BUILD)/cpu/$(1)/obj/$$$$*/,$$$$(addsuffix .o,$$$$(basename $$$$(notdir $$$$(wildcard $(1)/$$$$*/*.cu))))) $(BUILD)/cpu/common/tut_check.o $$(EMU_RUNTIME)
+	@rm -f $$@
+	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) -shared -o $$@ $$(filter $(BUILD)/cpu/$(1)/obj/%,$$^) $(BUILD)/cpu/common/tut_check.o -Wl,--whole-archive $$(EMU_RUNTIME) -Wl,--no-whole-archive $$(EMU_LDLIBS)
 endef
 $(foreach t,chapters solutions,$(eval $(call cpu_lib,$(t))))
+# kept after the build (make would delete them as intermediate files of the chain .cu -> .so)
+.SECONDARY: $(foreach t,chapters solutions,$(foreach f,$(patsubst $(t)/%.cu,$(BUILD)/cpu/$(t)/obj/%,$(wildcard $(t)/*/*.cu)),$(f).cpp $(f).o))
 
 # --- Python -------------------------------------------------------------------------------------
 # When $(PYTHON) has a pip that can install into another environment (--python, pip 22.3 and
