@@ -169,13 +169,13 @@ ctest_run = export $(TEST_ENV) && cmake -S tests -B $(BUILD)/tests/$(1) -DMODE=$
 	  $(PY) tools/summary.py $(RESULTS)/$(1) $(BUILD)/tests/$(1)/junit.xml || rc=1; exit $$rc; }
 
 # -k: a chapter that does not compile fails its own tests; the other chapters are still checked.
-# CH=NN builds only that chapter: its tests are the only ones run.
-CHECK_BUILD = $(if $(filter command line,$(origin CH)),$(if $(CH_DIR),$(BUILD)/$(B)/chapters/lib$(notdir $(CH_DIR)).so $(BUILD)/BACKEND),all)
+# CH=NN builds only that chapter (of the tree given): its tests are the only ones run.
+ch_build = $(if $(filter command line,$(origin CH)),$(if $(CH_DIR),$(BUILD)/$(B)/$(1)/lib$(notdir $(CH_DIR)).so $(BUILD)/BACKEND),all)
 check: cmake-present python ch-present ## your exercises: build, test each one, print a summary (CH=01: one chapter)
-	@$(MAKE) --no-print-directory -k $(CHECK_BUILD) || echo "*** some chapters did not compile (errors above): their tests fail below"
+	@$(MAKE) --no-print-directory -k $(call ch_build,chapters) || echo "*** some chapters did not compile (errors above): their tests fail below"
 	@$(call ctest_run,student)
 
-check-solutions: cmake-present all python ch-present ## the same tests on solutions/ (they must all pass)
+check-solutions: cmake-present $(call ch_build,solutions) python ch-present ## the same tests on solutions/ (they must all pass)
 	@$(call ctest_run,solutions)
 
 # Everything a maintainer and CI run: generated exercises up to date, every .cu compiles with
