@@ -98,21 +98,42 @@ $(foreach t,chapters solutions,$(eval $(call gpu_lib,$(t))))
 $(BUILD)/cpu/common/tut_check.o: common/tut_check.cu $(COMMON_H) $(EMU_REWRITE) $(EMU_HEADERS)
 	@mkdir -p $(@D)
 	$(EMU_REWRITE) $< $(@D)/tut_check.cpp
-	$(EMU_CXX) $(EMU_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -c -o $@ $(@D)/tut_check.cpp
+	$(EMU_CXX) $(EMU_PCH_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -c -o $@ $(@D)/tut_check.cpp
+# One object per .cu, so that a change to one file recompiles only that file. The rewrite runs on
+# every make (it is quick) but replaces its output only when the text changes: an object follows
+# its source's content, not its date (make mutants puts an original file back, with its old date,
+# after compiling a planted bug in it).
 define cpu_lib
-$(BUILD)/cpu/$(1)/lib%.so: $$$$(wildcard $(1)/$$$$*/*.cu) $(COMMON_H) $(BUILD)/cpu/common/tut_check.o $$(EMU_REWRITE) $$(EMU_RUNTIME) $$(EMU_HEADERS)
-	@mkdir -p $$(@D)/obj/$$*; rm -f $$@
-	for f in $$(filter %.cu,$$^); do $$(EMU_REWRITE) $$$$f $$(@D)/obj/$$*/$$$$(basename $$$$f .cu).cpp || exit 1; done
-	$$(EMU_CXX) $$(EMU_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -I$(1)/$$* -shared -o $$@ $$(@D)/obj/$$*/*.cpp $(BUILD)/cpu/common/tut_check.o -Wl,--whole-archive $$(EMU_RUNTIME) -Wl,--no-whole-archive $$(EMU_LDLIBS)
+$(BUILD)/cpu/$(1)/obj/%.cpp: $(1)/%.cu $$(EMU_REWRITE) FORCE
+	@mkdir -p $$(@D)
+	@$$(EMU_REWRITE) $$< $$@.tmp && if cmp -s $$@.tmp $$@; then rm -f $$@.tmp; else mv -f $$@.tmp $$@ && echo "$$(EMU_REWRITE) $$< $$@"; fi
+$(BUILD)/cpu/$(1)/obj/%.o: $(BUILD)/cpu/$(1)/obj/%.cpp $(COMMON_H) $$(EMU_HEADERS)
+	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -I$(1)/$$(*D) -c -o $$@ $$<
+$(BUILD)/cpu/$(1)/lib%.so: $$$$(addprefix $(BUILD)/cpu/$(1)/obj/$$$$*/,$$$$(addsuffix .o,$$$$(basename $$$$(notdir $$$$(wildcard $(1)/$$$$*/*.cu))))) $(BUILD)/cpu/common/tut_check.o $$(EMU_RUNTIME)
+	@rm -f $$@
+	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) -shared -o $$@ $$(filter $(BUILD)/cpu/$(1)/obj/%,$$^) $(BUILD)/cpu/common/tut_check.o -Wl,--whole-archive $$(EMU_RUNTIME) -Wl,--no-whole-archive $$(EMU_LDLIBS)
 endef
 $(foreach t,chapters solutions,$(eval $(call cpu_lib,$(t))))
+# kept after the build (make would delete them as intermediate files of the chain .cu -> .so)
+.SECONDARY: $(foreach t,chapters solutions,$(foreach f,$(patsubst $(t)/%.cu,$(BUILD)/cpu/$(t)/obj/%,$(wildcard $(t)/*/*.cu)),$(f).cpp $(f).o))
 
 # --- Python -------------------------------------------------------------------------------------
+# When $(PYTHON) has a pip that can install into another environment (--python, pip 22.3 and
+# newer), that pip fills the venv, which then needs no pip of its own (installing one into it
+# costs as much again as NumPy); else the venv gets its own pip (ensurepip, python3-venv).
+PIP_FLAGS := --quiet --disable-pip-version-check
 $(BUILD)/venv/.ready: requirements.txt
-	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { echo "error: $(PYTHON) cannot make a virtual environment: install python3-venv (Debian/Ubuntu: apt-get install python3-venv), or a $(PYTHON) that has NumPy"; exit 1; }
 	@echo "Setting up Python (once): $(PYTHON) has no NumPy, so making $(BUILD)/venv and installing requirements.txt into it with pip (about 30 s)..."
-	$(PYTHON) -m venv $(BUILD)/venv
-	$(BUILD)/venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	@if $(PYTHON) -m pip --python "$$(command -v $(PYTHON))" --version >/dev/null 2>&1; then \
+	  echo "$(PYTHON) -m venv --clear --without-pip $(BUILD)/venv && $(PYTHON) -m pip --python $(BUILD)/venv/bin/python install $(PIP_FLAGS) -r requirements.txt"; \
+	  $(PYTHON) -m venv --clear --without-pip $(BUILD)/venv && \
+	  $(PYTHON) -m pip --python $(BUILD)/venv/bin/python install $(PIP_FLAGS) -r requirements.txt; \
+	else \
+	  $(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { echo "error: $(PYTHON) cannot make a virtual environment: install python3-venv (Debian/Ubuntu: apt-get install python3-venv), or a $(PYTHON) that has NumPy"; exit 1; }; \
+	  echo "$(PYTHON) -m venv --clear $(BUILD)/venv && $(BUILD)/venv/bin/python -m pip install $(PIP_FLAGS) -r requirements.txt"; \
+	  $(PYTHON) -m venv --clear $(BUILD)/venv && \
+	  $(BUILD)/venv/bin/python -m pip install $(PIP_FLAGS) -r requirements.txt; \
+	fi
 	@echo "Python is ready: $(BUILD)/venv (drivers run by hand use it by themselves)"
 	@touch $@
 
@@ -137,20 +158,26 @@ bench: all python ch-present ## every chapter's --bench on the solutions (real n
 # fails only its own exercise, one per core at a time (CTEST_ARGS=-j1: one by one; on the GPU the
 # tests take a lock). The summary is read from the JSON results, not from stdout.
 # CTest runs from another directory: give it the interpreter's absolute path.
+# Tests run one per core already (CTest, make mutants, make grade-all): NumPy's BLAS threads in
+# each would only compete for the same cores, and they spin for a while before they sleep, CPU
+# time spent in every process that imports NumPy. One thread each, unless set already.
+TEST_ENV   = OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1}
 PY_ABS     = $(if $(findstring /,$(PY)),$(abspath $(PY)),$(shell command -v $(PY)))
 # `make check CH=01` checks one chapter (each chapter's tests carry its name as a CTest label).
 CH_LABEL   = $(if $(filter command line,$(origin CH)),-L '^$(notdir $(CH_DIR))$$$$')
-ctest_run = cmake -S tests -B $(BUILD)/tests/$(1) -DMODE=$(1) -DBACKEND=$(B) -DPYTHON=$(PY_ABS) -DBUILD_DIR=$(abspath $(BUILD)) >/dev/null && \
+ctest_run = export $(TEST_ENV) && cmake -S tests -B $(BUILD)/tests/$(1) -DMODE=$(1) -DBACKEND=$(B) -DPYTHON=$(PY_ABS) -DBUILD_DIR=$(abspath $(BUILD)) -DONLY_CHAPTER=$(if $(CH_LABEL),$(notdir $(CH_DIR))) >/dev/null && \
 	rm -rf $(RESULTS)/$(1) && \
 	{ ctest --test-dir $(BUILD)/tests/$(1) --no-tests=error --parallel $(NPROC) --output-junit junit.xml $(CH_LABEL) $(CTEST_ARGS); rc=$$?; \
 	  $(PY) tools/summary.py $(RESULTS)/$(1) $(BUILD)/tests/$(1)/junit.xml || rc=1; exit $$rc; }
 
 # -k: a chapter that does not compile fails its own tests; the other chapters are still checked.
+# CH=NN builds only that chapter (of the tree given): its tests are the only ones run.
+ch_build = $(if $(filter command line,$(origin CH)),$(if $(CH_DIR),$(BUILD)/$(B)/$(1)/lib$(notdir $(CH_DIR)).so $(BUILD)/BACKEND),all)
 check: cmake-present python ch-present ## your exercises: build, test each one, print a summary (CH=01: one chapter)
-	@$(MAKE) --no-print-directory -k all || echo "*** some chapters did not compile (errors above): their tests fail below"
+	@$(MAKE) --no-print-directory -k $(call ch_build,chapters) || echo "*** some chapters did not compile (errors above): their tests fail below"
 	@$(call ctest_run,student)
 
-check-solutions: cmake-present all python ch-present ## the same tests on solutions/ (they must all pass)
+check-solutions: cmake-present $(call ch_build,solutions) python ch-present ## the same tests on solutions/ (they must all pass)
 	@$(call ctest_run,solutions)
 
 # Everything a maintainer and CI run: generated exercises up to date, every .cu compiles with
@@ -180,12 +207,19 @@ exercises-check: python ## fail if chapters/ is not what solutions/ generates
 NVCC_VIA_LIB := $(wildcard solutions/00_device_query/*.cu)
 NVCC_TWINS   := $(foreach f,$(wildcard chapters/*/*.cu),$(if $(wildcard $(dir $(f))*.h $(dir $(f))*.cuh \
 	$(dir $(f:chapters/%=solutions/%))*.h $(dir $(f:chapters/%=solutions/%))*.cuh),,$(shell cmp -s $(f) $(f:chapters/%=solutions/%) && echo $(f))))
-NVCC_OBJS := $(patsubst %.cu,$(BUILD)/nvcc-compile/%.o,$(filter-out $(NVCC_VIA_LIB) $(NVCC_TWINS),$(CU_ALL)) \
+# --cuda runs every CUDA-specific stage of -c: the host front end (cudafe++: host code, launches,
+# host/device calls, host-only #ifndef __CUDA_ARCH__ code), the device compile (cicc) and ptxas
+# (shared memory and other resource limits) for sm_90. It leaves out only the host compiler's
+# pass over what cudafe++ generates (code that cudafe++ has already checked), a third of the
+# work. The full pipeline, host compile and link included, still runs on the two files above
+# (solutions/00 and common/tut_check.cu). The output is not kept: a stamp marks a file done.
+NVCC_OBJS := $(patsubst %.cu,$(BUILD)/nvcc-compile/%.ok,$(filter-out $(NVCC_VIA_LIB) $(NVCC_TWINS),$(CU_ALL)) \
 	$(wildcard emu/tests/*.cu emu/tests/*/*.cu emu/bench/*.cu))
 nvcc-compile: $(if $(HAVE_NVCC),$(NVCC_OBJS) $(if $(NVCC_VIA_LIB),$(BUILD)/gpu/solutions/lib00_device_query.so),nvcc-missing-note) ## compile every .cu with nvcc (-arch=sm_90)
-$(BUILD)/nvcc-compile/%.o: %.cu $(COMMON_H)
+$(BUILD)/nvcc-compile/%.ok: %.cu $(COMMON_H)
 	@mkdir -p $(@D)
-	$(NVCC) -std=c++17 -arch=sm_90 -Icommon -c -o $@ $<
+	$(NVCC) -std=c++17 -arch=sm_90 -Icommon --cuda -o /dev/null $<
+	@touch $@
 nvcc-missing-note:
 	@echo "note: $(NVCC) not found: skipping the nvcc compile of every .cu"
 
@@ -196,7 +230,7 @@ nvcc-missing-note:
 # MUTANTS_ARGS passes more options to tools/mutants.py (--help lists them).
 MUTANTS_ARGS ?=
 mutants: python emu-lib $(BUILD)/cpu/common/tut_check.o ## plant classic bugs in solutions/ one at a time: does a test catch each? (CH=NN)
-	@$(PY) tools/mutants.py --build $(BUILD) --no-prepare $(if $(filter command line,$(origin CH)),$(CH)) $(MUTANTS_ARGS)
+	@$(TEST_ENV) $(PY) tools/mutants.py --build $(BUILD) --no-prepare $(if $(filter command line,$(origin CH)),$(CH)) $(MUTANTS_ARGS)
 
 clean: ## remove build/
 	rm -rf $(BUILD)

@@ -17,11 +17,11 @@ GRADE_ARGS   = --backend $(B) $(if $(CH_GIVEN),--chapters $(CH_GIVEN)) \
 	$(if $(HIDDEN),--hidden $(HIDDEN)) --timeout $(TIMEOUT) $(if $(SEED),--seed $(SEED))
 
 grade: python ch-present ## grade this copy's exercises as the instructor does: build/grade/ (score.json, results.json, junit.xml)
-	@$(PY) tools/grade.py --submission . --out $(BUILD)/grade $(GRADE_ARGS)
+	@$(TEST_ENV) $(PY) tools/grade.py --submission . --out $(BUILD)/grade $(GRADE_ARGS)
 
 grade-all: python ch-present ## grade every folder/archive in SUBMISSIONS=dir/ in parallel: build/grade-all/gradebook.csv, feedback/
 	@test -n "$(SUBMISSIONS)" || { echo "error: say where the submissions are: make grade-all SUBMISSIONS=dir/ (one folder or archive per student)"; exit 1; }
-	@$(PY) tools/grade.py --all $(SUBMISSIONS) --out $(BUILD)/grade-all --jobs $(JOBS) $(GRADE_ARGS)
+	@$(TEST_ENV) $(PY) tools/grade.py --all $(SUBMISSIONS) --out $(BUILD)/grade-all --jobs $(JOBS) $(GRADE_ARGS)
 
 handout: python ## a student repository in HANDOUT=build/handout: no solutions/, hidden tests or history; then checks it (CHECK=0: not)
 	@$(PY) tools/handout.py --out $(HANDOUT) $(if $(HIDDEN),--hidden $(HIDDEN)) \
@@ -32,7 +32,7 @@ grade-prereqs: $(if $(filter cpu,$(B)),$(EMU_REWRITE) $(EMU_RUNTIME) $(BUILD)/cp
 grade-vars:
 	@echo 'rewrite=$(abspath $(EMU_REWRITE))'
 	@echo 'cxx=$(EMU_CXX)'
-	@echo 'cxxflags=$(subst -Iemu/,-I$(CURDIR)/emu/,$(EMU_CXXFLAGS))'
+	@echo 'cxxflags=$(subst -Iemu/,-I$(CURDIR)/emu/,$(EMU_PCH_CXXFLAGS))'
 	@echo 'runtime=$(abspath $(EMU_RUNTIME))'
 	@echo 'ldlibs=$(EMU_LDLIBS)'
 	@echo 'tut_check=$(abspath $(BUILD)/$(B)/common/tut_check.o)'
