@@ -28,7 +28,10 @@ endif
 # store through a null pointer stays a store (that faults) instead of being optimised away.
 comma        := ,
 EMU_CXX      ?= $(or $(shell command -v clang++ 2>/dev/null),$(CXX))
-EMU_TRACE    := $(if $(and $(findstring clang,$(EMU_CXX)),$(if $(EMU_SANITIZE),,y)),-fsanitize-coverage=edge$(comma)trace-loads$(comma)trace-stores -fno-vectorize -fno-slp-vectorize -fno-delete-null-pointer-checks)
+# -simplifycfg-*-common=false: the optimiser must not merge identical accesses from the two
+# arms of an `if` into one instruction, which has no source line: a race or fault report on it
+# would name "an unknown location" instead of the student's line.
+EMU_TRACE    := $(if $(and $(findstring clang,$(EMU_CXX)),$(if $(EMU_SANITIZE),,y)),-fsanitize-coverage=edge$(comma)trace-loads$(comma)trace-stores -fno-vectorize -fno-slp-vectorize -fno-delete-null-pointer-checks -mllvm -simplifycfg-sink-common=false -mllvm -simplifycfg-hoist-common=false)
 
 EMU_REWRITE  := $(BUILD)/emu/cuemu-rewrite
 EMU_RUNTIME  := $(EMU_BUILD)/libcuemu.a

@@ -386,9 +386,13 @@ static void build_rows(void)
         const pc_stat *s = &g_stat[i];
         char where[512];
         cuemu_locate_pc(s->pc, where, sizeof where);
-        /* keep "file:line" only (the locator may add the function) */
+        /* keep "file:line" only (the locator may add the function); a pc with no line (code
+           the compiler merged from two source lines) prints as "?" */
         char *sp = strchr(where, ' ');
-        if (sp) *sp = 0;
+        if (!strncmp(where, "an unknown", 10))
+            snprintf(where, sizeof where, "?");
+        else if (sp)
+            *sp = 0;
         row *r = NULL;
         for (size_t j = 0; j < g_nrows; j++)
             if (g_rows[j].write == s->write && g_rows[j].shared == s->shared &&
