@@ -70,6 +70,44 @@ class Compare(unittest.TestCase):
         self.assertIn("(1, 1): got 4, want 5", str(cm.exception))
 
 
+class Owners(unittest.TestCase):
+    """tut.Owner / tut.Handle: the one release mechanism of chapters 02, 03 and 07."""
+
+    def make(self, cls=tut.Owner):
+        released = []
+
+        class Thing(cls):
+            kind = "Thing"
+
+        t = Thing()
+        if cls is tut.Handle:
+            t._own_handle(7, released.append)
+        else:
+            t._own(released.append, 7)
+        return t, released
+
+    def test_released_once_whatever_the_path(self):
+        t, released = self.make()
+        with t:
+            self.assertTrue(t.alive)
+        self.assertEqual(released, [7])
+        t.close()                                   # quiet when done already
+        with self.assertRaisesRegex(ValueError, "Thing freed twice"):
+            t._release_once("freed")
+        self.assertEqual(released, [7])
+        t, released = self.make()
+        del t                                       # the garbage collector's turn
+        self.assertEqual(released, [7])
+
+    def test_a_dead_handle_never_reaches_c(self):
+        h, released = self.make(tut.Handle)
+        self.assertEqual(h._live("run"), 7)
+        h.close()
+        self.assertEqual(released, [7])
+        with self.assertRaisesRegex(ValueError, "Thing used after close\\(\\): cannot run"):
+            h._live("run")
+
+
 class Harness(unittest.TestCase):
     def results(self, statuses):
         return [{"exercise": ex, "status": s} for ex, s in statuses]

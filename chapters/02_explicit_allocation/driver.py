@@ -10,7 +10,6 @@ import functools
 import gc
 import os
 import sys
-import weakref
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -70,11 +69,12 @@ def c_api(lib):
 
 
 # ---- ownership: a device array held through a C handle ----------------------------------------
-class DeviceArray:
+class DeviceArray(tut.Owner):
     """n float32 on the device, created by dev_array_create and destroyed exactly once by
     dev_array_destroy: through free(), the end of a `with` block, or (the safety net, not the
     plan) the garbage collector. Using or freeing it again raises ValueError in Python: the dead
     handle never reaches C, where it would be a use-after-free of host memory."""
+    kind = "DeviceArray"
 
     def __init__(self, lib, n):
         # n * 4 bytes must fit in a size_t: 2^62 floats would wrap to a 0-byte cudaMalloc
@@ -83,8 +83,7 @@ class DeviceArray:
         handle = P()
         self._api.dev_array_create(ctypes.byref(handle), self.n)
         self._handle = handle.value
-        # weakref.finalize, unlike __del__, runs at most once and also at interpreter exit
-        self._finalizer = weakref.finalize(self, self._api.dev_array_destroy, self._handle)
+        self._own(self._api.dev_array_destroy, self._handle)
 
     @classmethod
     def from_array(cls, lib, x):
@@ -92,12 +91,8 @@ class DeviceArray:
         arr.upload(x)
         return arr
 
-    @property
-    def alive(self):
-        return self._finalizer.alive
-
     def _live_handle(self, what):
-        if not self._finalizer.alive:
+        if not self.alive:
             raise ValueError(f"DeviceArray used after free(): cannot {what}")
         return self._handle
 
@@ -118,16 +113,7 @@ class DeviceArray:
         self._api.dev_array_scale_shift(self._live_handle("scale_shift"), a, b)
 
     def free(self):
-        if not self._finalizer.alive:
-            raise ValueError("DeviceArray freed twice")
-        self._finalizer()   # calls dev_array_destroy once and marks the finalizer dead
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self._finalizer.alive:
-            self.free()
+        self._release_once("freed")   # calls dev_array_destroy once; a second free() raises
 
 
 # ---- Python entry points: check arguments before any CUDA call --------------------------------

@@ -178,11 +178,12 @@ class PinnedArray:
 _registered = {}   # (start, end) -> weakref to the HostRegistered that pinned it
 
 
-class HostRegistered:
+class HostRegistered(tut.Owner):
     """Pins an existing C-contiguous NumPy array in place (cudaHostRegister) until unregister(),
     the end of a `with` block, or garbage collection. The array stays referenced meanwhile, so
     its memory cannot be freed while CUDA may DMA into it. Registering memory that overlaps a
     registration still in force raises ValueError before CUDA is asked."""
+    kind = "HostRegistered"
 
     def __init__(self, lib, array):
         if not isinstance(array, np.ndarray):
@@ -202,8 +203,7 @@ class HostRegistered:
         self.array, self.nbytes = array, array.nbytes
         c_api(lib).host_register(start, array.nbytes)
         _registered[span] = weakref.ref(self)
-        self._finalizer = weakref.finalize(self, HostRegistered._release, c_api(lib), array,
-                                           span)
+        self._own(HostRegistered._release, c_api(lib), array, span)
 
     @staticmethod
     def _release(api, array, span):
@@ -212,19 +212,10 @@ class HostRegistered:
 
     @property
     def registered(self):
-        return self._finalizer.alive
+        return self.alive
 
     def unregister(self):
-        if not self._finalizer.alive:
-            raise ValueError("HostRegistered unregistered twice")
-        self._finalizer()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self._finalizer.alive:
-            self._finalizer()
+        self._release_once("unregistered")
 
 
 def page_aligned(nbytes, dtype=np.uint8):
@@ -239,16 +230,16 @@ def page_aligned(nbytes, dtype=np.uint8):
     return raw[start:start + nbytes].view(dtype)[:count]
 
 
-class Stream:
+class Stream(tut.Handle):
     """A CUDA stream. Host buffers given to its async copies count as in use until
     synchronize(): a PinnedArray refuses to be freed meanwhile."""
+    kind = "Stream"
 
     def __init__(self, lib):
         self._api, self._pending = c_api(lib), []
         handle = P()
         self._api.stream_create(ctypes.byref(handle))
-        self.handle = handle.value
-        self._finalizer = weakref.finalize(self, self._api.stream_destroy, self.handle)
+        self._own_handle(handle.value, self._api.stream_destroy)
 
     def _hold(self, host):
         self._pending.append(host)   # keeps a pageable array alive until synchronize()
@@ -273,20 +264,15 @@ class Stream:
         self._pending.clear()
 
     def close(self):
-        if self._finalizer.alive:
+        if self.alive:
             self.synchronize()
-            self._finalizer()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        super().close()
 
 
-class Pipeline:
+class Pipeline(tut.Handle):
     """nstreams streams, each with a device buffer of chunk_elems floats, inside budget_bytes of
     device memory. run(x) streams any length of x through them: h_y = a * x + b."""
+    kind = "Pipeline"
 
     def __init__(self, lib, chunk_elems, nstreams, budget_bytes):
         self.chunk_elems = tut.check_count(chunk_elems, "chunk_elems", minimum=1,
@@ -302,13 +288,11 @@ class Pipeline:
         handle = P()
         self._api.pipeline_create(ctypes.byref(handle), self.chunk_elems, self.nstreams,
                                   self.budget_bytes)
-        self.handle = handle.value
-        self._finalizer = weakref.finalize(self, self._api.pipeline_destroy, self.handle)
+        self._own_handle(handle.value, self._api.pipeline_destroy)
 
     def run(self, x, a, b, out=None):
         """x and out: float32 1-D arrays (pinned for overlap: PinnedArray.array)."""
-        if not self._finalizer.alive:
-            raise ValueError("Pipeline used after close()")
+        self._live("run")
         tut.check_array(x, np.float32, "x", ndim=1)
         if out is not None:
             tut.check_array(out, np.float32, "out", shape=x.shape, writable=True)
@@ -322,16 +306,6 @@ class Pipeline:
             raise AssertionError(f"pipeline_run wrote past the end of the {x.size}-float "
                                  f"output array on the host (is the last chunk too long?)")
         return full[:x.size]
-
-    def close(self):
-        if self._finalizer.alive:
-            self._finalizer()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
 
 # ---- Python entry points for the exercises -----------------------------------------------------

@@ -11,7 +11,6 @@ import functools
 import gc
 import sys
 import time
-import weakref
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -103,37 +102,8 @@ def c_api(lib):
     )
 
 
-# ---- owners of C handles: each destroyed exactly once, dead handles never reach C -------------
-class _Handle:
-    """An opaque C handle with a destroy function run once: by close(), a `with` block, or
-    (the safety net, not the plan) the garbage collector."""
-    kind = "handle"
-
-    def _own(self, handle, destroy):
-        self.handle = handle
-        self._finalizer = weakref.finalize(self, destroy, handle)
-
-    @property
-    def alive(self):
-        return self._finalizer.alive
-
-    def _live(self, what):
-        if not self._finalizer.alive:
-            raise ValueError(f"{self.kind} used after close(): cannot {what}")
-        return self.handle
-
-    def close(self):
-        if self._finalizer.alive:
-            self._finalizer()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-class Stream(_Handle):
+# ---- owners of C handles (tut.Handle): each destroyed exactly once, dead handles never reach C --
+class Stream(tut.Handle):
     """A non-blocking CUDA stream (it does not wait for the legacy default stream)."""
     kind = "Stream"
 
@@ -141,7 +111,7 @@ class Stream(_Handle):
         self._api = c_api(lib)
         handle = P()
         self._api.stream_create(ctypes.byref(handle))
-        self._own(handle.value, self._api.stream_destroy)
+        self._own_handle(handle.value, self._api.stream_destroy)
 
     def synchronize(self):
         self._api.stream_synchronize(self._live("synchronize"))
@@ -162,7 +132,7 @@ def stream_handle(stream):
     return stream._live("be used as a stream")
 
 
-class TPool(_Handle):
+class TPool(tut.Handle):
     """The pool you write (memory_pools.cu): one cudaMalloc of `capacity` bytes, carved into
     256-byte aligned blocks. Addresses are plain ints (device pointers)."""
     kind = "TPool"
@@ -172,7 +142,7 @@ class TPool(_Handle):
         self._api = c_api(lib)
         handle = P()
         self._api.tpool_create(ctypes.byref(handle), capacity)
-        self._own(handle.value, self._api.tpool_destroy)
+        self._own_handle(handle.value, self._api.tpool_destroy)
 
     def alloc(self, nbytes, stream=None):
         nbytes = tut.check_count(nbytes, "nbytes", maximum=2**62)   # 0 is C's to refuse
@@ -193,14 +163,21 @@ class TPool(_Handle):
         return s
 
 
-class CudaPool:
+def _not_ours():
+    """The release of a pool this process does not own (the device's default): nothing."""
+
+
+class CudaPool(tut.Owner):
     """A cudaMemPool_t: the device's default pool (not owned: never destroyed) or one from
     mempool_create (exercise 07.5), destroyed by close()."""
+    kind = "CudaPool"
 
     def __init__(self, lib, handle, owned):
         self._api, self.handle, self.owned = c_api(lib), handle, owned
-        self._finalizer = weakref.finalize(self, self._api.mempool_destroy, handle) \
-            if owned else None
+        if owned:
+            self._own(self._api.mempool_destroy, handle)
+        else:
+            self._own(_not_ours)
 
     @classmethod
     def default(cls, lib):
@@ -215,7 +192,7 @@ class CudaPool:
         return cls(lib, handle.value, owned=True)
 
     def _live(self):
-        if self.owned and not self._finalizer.alive:
+        if self.owned and not self.alive:   # the default pool outlives close()
             raise ValueError("CudaPool used after close()")
         return self.handle
 
@@ -237,16 +214,6 @@ class CudaPool:
     def roundtrip(self, nbytes, count, stream, sync=True):
         self._api.mempool_roundtrip(self._live(), nbytes, count, stream_handle(stream), sync)
 
-    def close(self):
-        if self.owned and self._finalizer.alive:
-            self._finalizer()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
 
 def pools_supported(lib):
     yes = I(0)
@@ -262,25 +229,17 @@ def require_pools(lib):
 
 
 # ---- a caching allocator in Python ------------------------------------------------------------
-class CachedBlock:
+class CachedBlock(tut.Owner):
     """Device memory lent by a CachingAllocator. free() (or the end of a `with` block, or the
     garbage collector) gives it back to the cache, not to cudaFree."""
+    kind = "CachedBlock"
 
     def __init__(self, owner, ptr, nbytes, binned):
         self.ptr, self.nbytes, self._binned = ptr, nbytes, binned
-        self._finalizer = weakref.finalize(self, owner._give_back, ptr, binned)
+        self._own(owner._give_back, ptr, binned)
 
     def free(self):
-        if not self._finalizer.alive:
-            raise ValueError("CachedBlock freed twice")
-        self._finalizer()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self._finalizer.alive:
-            self.free()
+        self._release_once("freed")
 
 
 class CachingAllocator:
