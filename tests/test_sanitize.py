@@ -62,17 +62,13 @@ class Parsing(unittest.TestCase):
     def test_declarations_match_tool_test_and_text(self):
         entries = sanitize.load_expected()
         api_error, bad_read = sanitize.reports(LOG)
-        self.assertIsNotNone(sanitize.expected_by(entries, "memcheck", "02.2", api_error,
-                                                  count=False))
+        self.assertIsNotNone(sanitize.expected_by(entries, "memcheck", "02.2", api_error))
         # the same report in a test that does not provoke it, or under another tool: a finding
-        self.assertIsNone(sanitize.expected_by(entries, "memcheck", "01.2", api_error,
-                                               count=False))
-        self.assertIsNone(sanitize.expected_by(entries, "racecheck", "02.2", api_error,
-                                               count=False))
+        self.assertIsNone(sanitize.expected_by(entries, "memcheck", "01.2", api_error))
+        self.assertIsNone(sanitize.expected_by(entries, "racecheck", "02.2", api_error))
         # an out-of-bounds read is never declared
         for test_id in ("04.1", "04.errors", "02.2"):
-            self.assertIsNone(sanitize.expected_by(entries, "memcheck", test_id, bad_read,
-                                                   count=False))
+            self.assertIsNone(sanitize.expected_by(entries, "memcheck", test_id, bad_read))
 
     def test_every_declaration_has_a_reason(self):
         for e in sanitize.load_expected():

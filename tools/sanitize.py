@@ -86,17 +86,22 @@ def reports(log):
     return ["\n".join(r) for r in out]
 
 
-def expected_by(entries, tool, test_id, report, count=True):
+def expected_by(entries, tool, test_id, report):
+    """The declaration that expects this report, or None."""
     for e in entries:
         if e["tool"] in (tool, "*") and fnmatch.fnmatchcase(test_id, e["glob"]) \
                 and e["re"].search(report):
-            e["used"] += count
             return e
     return None
 
 
+def undeclared(entries, tool, test_id, found):
+    """The reports of one run that no declaration expects."""
+    return [r for r in found if expected_by(entries, tool, test_id, r) is None]
+
+
 def report_line(tool, test_id, rc, found, entries, note=""):
-    bad = sum(1 for r in found if not expected_by(entries, tool, test_id, r, count=False))
+    bad = len(undeclared(entries, tool, test_id, found))
     status = "FAIL" if bad or rc not in (0, 77) else "skip" if rc == 77 else "ok"
     print(f"[{status:>4}] {tool:<9} {test_id:<24} {len(found)} report(s), "
           f"{len(found) - bad} expected" + (f" ({note})" if note else ""), flush=True)
@@ -174,8 +179,7 @@ def main(argv=None):
             tool, driver, test_id = futures[f]
             rc, tail, found = results[tool, test_id] = f.result()
             # 77 (cannot run here: too little free memory) may be its neighbours' doing too
-            suspect = rc != 0 or any(not expected_by(entries, tool, test_id, r, count=False)
-                                     for r in found)
+            suspect = rc != 0 or undeclared(entries, tool, test_id, found)
             if suspect and args.jobs > 1:
                 alone.append(futures[f])
             else:
@@ -187,14 +191,15 @@ def main(argv=None):
     for (tool, test_id), (rc, tail, found) in sorted(results.items()):
         ran.add((tool, test_id))
         for r in found:
-            if expected_by(entries, tool, test_id, r):
+            e = expected_by(entries, tool, test_id, r)
+            if e is not None:
+                e["used"] += 1
                 expected_count += 1
             else:
                 unexpected.append((tool, test_id, r))
         # 77: the test cannot run here (too little memory...): not a sanitizer finding
         if rc not in (0, 77):
             failed.append((tool, test_id, tail))
-    runs = len(results)
     for tool, test_id, text in unexpected:
         print(f"\n--- unexpected {tool} report in {test_id}:\n{text}")
     for tool, test_id, text in failed:
@@ -205,7 +210,7 @@ def main(argv=None):
     for e in stale:
         print(f"note: {EXPECTED.name}:{e['line']} matched nothing in this run "
               f"({e['tool']} {e['glob']}): still needed?")
-    print(f"\nsanitize: {runs} runs, {expected_count} expected report(s) filtered, "
+    print(f"\nsanitize: {len(results)} runs, {expected_count} expected report(s) filtered, "
           f"{len(unexpected)} unexpected, {len(failed)} test(s) failed"
           + (f"; logs in {logdir}" if args.keep else ""))
     if not args.keep:
