@@ -949,13 +949,12 @@ void cuemu_locate_pc(void *pc, char *out, size_t n)
 /* ---- signals ---------------------------------------------------------------------------- */
 static int g_wd_sig;
 
-void cuemu_launch_abort(int err, int sticky, const char *msg)
+/* Back to the launcher from a fiber's stack (an abort, or a fault's signal handler). The jump
+   switches stacks: ASan must be told so, and TSan, which keeps the jump buffer with the
+   launcher's fiber, switched back to it. */
+static void jump_to_launcher(void) __attribute__((noreturn));
+static void jump_to_launcher(void)
 {
-    snprintf(g_abort_msg, sizeof g_abort_msg, "%s", msg);
-    g_abort_err = err;
-    g_abort_sticky = sticky;
-    g_jb_armed = 0;
-    g_fault_thread = (cthread *)cuemu_cur;
 #ifdef CUEMU_ASAN
     __sanitizer_start_switch_fiber(NULL, g_asan_main_bottom, g_asan_main_size);
 #endif
@@ -963,6 +962,16 @@ void cuemu_launch_abort(int err, int sticky, const char *msg)
     __tsan_switch_to_fiber(g_sched_fiber, 1);
 #endif
     siglongjmp(g_jb, 1);
+}
+
+void cuemu_launch_abort(int err, int sticky, const char *msg)
+{
+    snprintf(g_abort_msg, sizeof g_abort_msg, "%s", msg);
+    g_abort_err = err;
+    g_abort_sticky = sticky;
+    g_jb_armed = 0;
+    g_fault_thread = (cthread *)cuemu_cur;
+    jump_to_launcher();
 }
 
 static void on_signal(int sig, siginfo_t *si, void *ucv)
@@ -1001,15 +1010,7 @@ static void on_signal(int sig, siginfo_t *si, void *ucv)
     if (start >= 0)
         for (int i = start + 1; i < n && k < 48; i++) g_fault_frames[k++] = tmp[i];
     g_fault_nframes = k;
-#ifdef CUEMU_ASAN
-    /* a jump from a fiber's stack back to the launcher's is a stack switch for ASan too */
-    __sanitizer_start_switch_fiber(NULL, g_asan_main_bottom, g_asan_main_size);
-#endif
-#ifdef CUEMU_TSAN
-    /* and for TSan, which keeps the jump buffer with the launcher's fiber */
-    __tsan_switch_to_fiber(g_sched_fiber, 1);
-#endif
-    siglongjmp(g_jb, 1);
+    jump_to_launcher();
 }
 
 static stack_t g_old_ss;
