@@ -865,7 +865,15 @@ static int report_fault(void)
         long long off = 0;
         char *a = (char *)addr;
         err = E_ILLEGAL_ADDRESS;
-        if (t && a < t->stack_lo && a >= t->stack_lo - (ptrdiff_t)(g_page + 1024 * 1024)) {
+        /* The stack's own guard page is a stack overflow. Below it, a frame larger than a
+           page can land anywhere in the next megabyte; but an address inside an allocation's
+           mapping (its guard pages included, or a freed one's, held PROT_NONE while it is
+           remembered) belongs to that allocation: mmap may have put it just below a stack. */
+        int guard = t && a < t->stack_lo && a >= t->stack_lo - (ptrdiff_t)g_page;
+        int live = !guard && cuemu_alloc_nearest(addr, &ai, &off);
+        int freed = !guard && !live && cuemu_alloc_was_freed(addr, &ai);
+        if (guard || (t && !live && !freed && a < t->stack_lo
+                      && a >= t->stack_lo - (ptrdiff_t)(g_page + 1024 * 1024))) {
             sb_add(&b, "stack overflow in kernel %s, ", g_desc->kernel);
             thread_desc(&b, t);
             sb_add(&b, " at %s: the thread used more than its %zu KiB stack (large local "
@@ -887,7 +895,7 @@ static int report_fault(void)
             sb_add(&b, "kernel %s used extern __shared__ '%s' declared at namespace scope; "
                    "declare it inside the kernel (the emulator binds it per launch)",
                    g_desc->kernel, g_dsm_name ? g_dsm_name : "?");
-        } else if (cuemu_alloc_nearest(addr, &ai, &off)) {
+        } else if (live) {
             sb_add(&b, "out-of-bounds %s of global memory in kernel %s, ", what, g_desc->kernel);
             if (t) thread_desc(&b, t);
             sb_add(&b, " at %s: address %p is ", where, addr);
@@ -897,7 +905,7 @@ static int report_fault(void)
                 sb_add(&b, "%lld bytes past the end", off - (long long)ai.size);
             sb_add(&b, " of a %zu-byte allocation made at %s:%d", ai.size,
                    ai.file ? ai.file : "(unknown)", ai.line);
-        } else if (cuemu_alloc_was_freed(addr, &ai)) {
+        } else if (freed) {
             sb_add(&b, "use after free in kernel %s, ", g_desc->kernel);
             if (t) thread_desc(&b, t);
             sb_add(&b, " at %s: %s of %p in a %zu-byte allocation made at %s:%d and already "

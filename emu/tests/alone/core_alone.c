@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cuemu_core.h"
 #include "cuemu_internal.h"
@@ -228,6 +229,58 @@ static void check_pointer_arguments(void)
     stub_free(dev);
 }
 
+/* Where a thread's stack is: the address of a local. */
+static volatile uintptr_t probe_sp;
+static void probe_kernel(void *p)
+{
+    volatile int local = 0;
+    (void)p;
+    probe_sp = (uintptr_t)&local;
+}
+
+static void past_end_kernel(void *p)
+{
+    const args *a = (const args *)p;
+    a->out[a->n] = 1;
+}
+
+/* mmap may put an allocation just below a thread's stack, inside the megabyte under it where
+   a fault counts as a stack overflow (a frame larger than the guard page lands there): a write
+   into the allocation's own guard page is still out-of-bounds. (Seen on a machine where every
+   fault of check_faults read "stack overflow".) Runs first, while one stack is mapped and the
+   space below it is free. */
+static void check_fault_below_stack(void)
+{
+    args a = { NULL, NULL, 0 };
+    cuemu_launch_desc d = desc("probe_kernel", 1, 1, 1, probe_kernel, &a);
+    EXPECT(cuemu_launch_run(&d) == 0);
+    const char *kb = getenv("CUEMU_STACK_KB");
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t stack = (kb && *kb ? (uintptr_t)atoi(kb) : 512) * 1024;   /* at most this */
+    /* below the stack and its guard page, above the megabyte's end, whatever the stack size */
+    uintptr_t top = (probe_sp - stack - 3 * pg) & ~(pg - 1), low = probe_sp - (1u << 20);
+    int line = __LINE__ + 2, *out = NULL;
+    for (uintptr_t at = top; !out && at >= low && at <= top; at -= pg)
+        out = (int *)stub_alloc_at((void *)at, pg, __FILE__, line);
+    if (!out) {
+        printf("core_alone: no free page in the megabyte below the stack: check skipped\n");
+        return;
+    }
+    char site[64];
+    snprintf(site, sizeof site, "allocation made at %s:%d", __FILE__, line);
+    a.out = out;
+    a.n = (int)(pg / sizeof(int));
+    d = desc("past_end_kernel", 1, 1, 1, past_end_kernel, &a);
+    stub_diag_clear();
+    EXPECT(cuemu_launch_run(&d) == E_ILLEGAL_ADDRESS);
+    EXPECT_DIAG("out-of-bounds write of global memory in kernel past_end_kernel");
+    EXPECT_DIAG("0 bytes past the end of a ");
+    EXPECT_DIAG(site);
+    cuemu_core_reset();
+    stub_reset_errors();
+    stub_free(out);
+}
+
 /* A fault ends the launch with the report, a sticky error, and the core ready for the next. */
 static void check_faults(void)
 {
@@ -288,6 +341,7 @@ static void check_race(void)
 int main(void)
 {
     const char *order = getenv("CUEMU_ORDER");
+    check_fault_below_stack();
     check_barriers_and_queue();
     check_launch_limits();
     check_pointer_arguments();

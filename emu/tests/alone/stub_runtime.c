@@ -33,13 +33,22 @@ static size_t page(void) { return (size_t)sysconf(_SC_PAGESIZE); }
 
 void *stub_alloc(size_t size, const char *file, int line)
 {
+    return stub_alloc_at(NULL, size, file, line);
+}
+
+void *stub_alloc_at(void *at, size_t size, const char *file, int line)
+{
     for (int i = 0; i < STUB_BLOCKS; i++) {
         stub_block *b = &blocks[i];
         if (b->live || b->freed) continue;
         size_t data = (size + page() - 1) / page() * page();
-        char *m = (char *)mmap(NULL, data + page(), PROT_READ | PROT_WRITE,
-                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        char *m = (char *)mmap(at, data + page(), PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED_NOREPLACE : 0), -1, 0);
         if (m == MAP_FAILED) return NULL;
+        if (at && m != (char *)at) {             /* a kernel without MAP_FIXED_NOREPLACE */
+            munmap(m, data + page());
+            return NULL;
+        }
         mprotect(m + data, page(), PROT_NONE);
         b->map = m;
         b->map_len = data + page();

@@ -15,6 +15,8 @@
 /* A device allocation of `size` bytes whose end abuts an inaccessible page (the first byte
    past it faults), recorded as made at file:line. NULL if the host is out of memory. */
 void *stub_alloc(size_t size, const char *file, int line);
+/* The same, its data pages starting exactly at `at` (page-aligned); NULL if they are taken. */
+void *stub_alloc_at(void *at, size_t size, const char *file, int line);
 /* Frees it: its pages become inaccessible and it is remembered as freed (use after free). */
 void  stub_free(void *p);
 
