@@ -10,7 +10,9 @@
  * best, a 128 x 256 block with 8 x 16 per thread and unchecked loads inside the matrix, 0.924,
  * then 0.906 and 0.909 (version 3: 0.892, 0.887, 0.891). gemm_kernel (two shared buffers) is
  * the first run's; gemm1_kernel (one buffer, two barriers, as in version 3) the later runs';
- * main() holds the fourth run's list. See the chapter's README.
+ * main() holds the fourth run's list. `matmul_v5 profile` launches cuBLAS, version 3, two
+ * template shapes and the best variant once each for a profiler (the Nsight Compute figures in
+ * the README, docs/experiments/04_matmul_v5.ncu.csv). See the chapter's README.
  *
  *   nvcc -O3 -arch=sm_90 -std=c++17 -Icommon -o build/matmul_v5 \
  *        docs/experiments/04_matmul_v5.cu common/tut_check.cu -lcublas && build/matmul_v5
@@ -22,6 +24,7 @@
 #include <cstdlib>
 #include <cstdint>
 #include <cmath>
+#include <cstring>
 #include <vector>
 #include <algorithm>
 #include <cublas_v2.h>
@@ -361,10 +364,31 @@ void run1(const Problem &p, int reps)
     measure(name, (const void *)kern, p, [&] { kern<<<grid, T>>>(p.A, p.B, p.C, p.M, p.N, p.K); }, reps);
 }
 
+/* `matmul_v5 profile`: each kernel of interest once at 4096, untimed, for a profiler. */
+static void profile(cublasHandle_t h)
+{
+    Problem p{4096, 4096, 4096};
+    p.h = h;
+    CK(cudaMalloc(&p.A, (size_t)p.M * p.K * 4)); CK(cudaMalloc(&p.B, (size_t)p.K * p.N * 4));
+    CK(cudaMalloc(&p.C, (size_t)p.M * p.N * 4)); CK(cudaMalloc(&p.Cref, (size_t)p.M * p.N * 4));
+    CK(cudaMemset(p.A, 0, (size_t)p.M * p.K * 4)); CK(cudaMemset(p.B, 0, (size_t)p.K * p.N * 4));
+    dim3 g128((p.N + 127) / 128, (p.M + 127) / 128), g256((p.N + 255) / 256, (p.M + 127) / 128);
+    p.cublas();
+    matmul_regtile_kernel<<<g128, REG_THREADS>>>(p.A, p.B, p.C, p.M, p.N, p.K);
+    gemm1_kernel<128, 128, 8, 8, 8, 2, 2, false, false, 0, 4><<<g128, 256>>>(p.A, p.B, p.C, p.M, p.N, p.K);
+    gemm_kernel<128, 128, 8, 8, 8, 2, 2, 0><<<g128, 256>>>(p.A, p.B, p.C, p.M, p.N, p.K);
+    gemm1_kernel<128, 256, 8, 8, 16, 2, 1, true, false><<<g256, 256>>>(p.A, p.B, p.C, p.M, p.N, p.K);
+    CK(cudaDeviceSynchronize());
+}
+
 int main(int argc, char **argv)
 {
     int reps = 15;
     cublasHandle_t h; cublasCreate(&h); cublasSetMathMode(h, CUBLAS_PEDANTIC_MATH);
+    if (argc > 1 && !strcmp(argv[1], "profile")) {
+        profile(h);
+        return 0;
+    }
     for (int S : {1000, 4096}) {
         Problem p{S, S + (S == 1000 ? 3 : 0), S + (S == 1000 ? 5 : 0)};
         p.h = h;
@@ -393,6 +417,5 @@ int main(int argc, char **argv)
         run1<128, 128, 16, 8, 16, 4, 2, true, false>(p, r);
         cudaFree(p.A); cudaFree(p.B); cudaFree(p.C); cudaFree(p.Cref);
     }
-    (void)argc; (void)argv;
     return 0;
 }
