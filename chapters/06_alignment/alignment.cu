@@ -4,7 +4,8 @@
  *
  * A warp's loads are served in 32-byte sectors. 32 threads reading 32 consecutive floats touch 4
  * sectors (128 bytes, all used); 32 threads reading every 32nd float touch 32 sectors and use 4
- * bytes of each. A 16-byte vector load (float4) moves 4 floats with one instruction, but only
+ * bytes of each (and below L2, memory is read in pieces of the L2 fetch granularity, 64 bytes
+ * by default on the H200 the chapter was measured on). A 16-byte vector load (float4) moves 4 floats with one instruction, but only
  * from an address that is a multiple of 16. cudaMallocPitch pads each row of a 2D array so that
  * every row starts aligned; a kernel then steps from row to row by the pitch, in bytes.
  *
@@ -52,8 +53,9 @@ struct Body {
 // ---- kernels: coalescing -----------------------------------------------------------------------
 
 /* out[i] = in[offset + i * stride]. Stride 1: a warp's 32 loads fall in 4 sectors. Stride 8 or
-   more: one sector per thread, 32 per request, 7/8 of each sector wasted. An offset only shifts
-   the window: 5 sectors instead of 4 when it is not a multiple of 8 floats. */
+   more: one sector per thread, 32 per request, 7/8 of each sector wasted (and more of each
+   piece L2 fetches from memory: see the chapter's README). An offset only shifts the window:
+   5 sectors instead of 4 when it is not a multiple of 8 floats. */
 __global__ void strided_copy_kernel(const float *__restrict__ in, float *__restrict__ out,
                                     int n, int stride, int offset)
 {
@@ -80,8 +82,8 @@ __global__ void copy_vec4_kernel(const float *__restrict__ src, float *__restric
 /* A float4 load from p + offset_floats: legal only when that address is a multiple of 16. */
 __global__ void float4_load_kernel(const float *p, int offset_floats, float4 *out)
 {
-    /* The whole vector is stored, so the compiler keeps one 16-byte load (summing here would let
-       it split the load into four 4-byte ones, which are legal at any float's address). */
+    /* The whole vector is stored: the 16-byte access stays one instruction the test can see
+       fault, with nothing else in the kernel. */
     *out = *(const float4 *)(p + offset_floats);
 }
 

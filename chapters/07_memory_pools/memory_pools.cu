@@ -2,8 +2,8 @@
 /*
  * 07 memory_pools: why allocation inside a loop is slow, and the pools that make it cheap.
  *
- * cudaMalloc and cudaFree are driver calls that change the GPU's page tables, and cudaFree waits
- * for the whole device first: tens of microseconds each. A pool asks the driver once and then
+ * cudaMalloc and cudaFree are driver calls (which may change the GPU's page tables), and cudaFree
+ * waits for the whole device first: tens of microseconds each. A pool asks the driver once and then
  * hands out pieces of what it holds, with no driver call and no synchronisation. Two kinds here:
  * - tpool, the pool you write: one cudaMalloc, carved by a bump pointer (an arena) into blocks
  *   of power-of-two size classes, freed blocks kept on one free list per class and reused;
@@ -52,7 +52,11 @@ typedef struct {
     int          live;        /* handed out by tpool_alloc and not freed since */
     int          next_free;   /* the next block on this class's free list; -1 ends it */
     int          pending;     /* freed by tpool_free_async: `freed` guards the block */
-    cudaStream_t freed_on;    /* ... on this stream, whose work may still be using it */
+    cudaStream_t freed_on;    /* ... on this stream, whose work may still be using it. A
+                                 handle compared by value: if that stream were destroyed with
+                                 work in flight and a new stream got the same handle, the
+                                 wait would be skipped. A limit of this small pool: finish a
+                                 stream's work before destroying it. */
     cudaEvent_t  freed;       /* ... and this event, recorded on freed_on at the free */
 } tpool_block;
 
@@ -246,7 +250,7 @@ static void tpool_push_free(struct tpool *p, int i)
    default stream, which is also right for synchronous calls such as cudaMemcpy). */
 extern "C" int tpool_alloc(struct tpool *p, size_t bytes, cudaStream_t stream, void **out)
 {
-    int status = 0, k, i = -1;
+    int status = 0, k, i = -1, popped = 0;
     size_t size;
     tpool_block *b;
 
@@ -258,6 +262,7 @@ extern "C" int tpool_alloc(struct tpool *p, size_t bytes, cudaStream_t stream, v
     size = tpool_class_bytes(k);
     // TODO(student) 07.2: take the head of class k's free list, if there is one, into i (it stays -1 otherwise) (~3 lines)
     if (i >= 0) {
+        popped = 1;
         p->stats.reused++;
         p->stats.cached_bytes -= size;
     }
@@ -284,6 +289,13 @@ extern "C" int tpool_alloc(struct tpool *p, size_t bytes, cudaStream_t stream, v
     p->stats.arena_top = p->top;
     *out = p->base + b->offset;
 cleanup:
+    if (status != 0 && popped) {
+        /* The stream wait failed after the block left its free list: put it back, still
+           pending, so that it is neither lost nor counted as reused. */
+        tpool_push_free(p, i);
+        p->stats.reused--;
+        p->stats.cached_bytes += size;
+    }
     return status;
 }
 

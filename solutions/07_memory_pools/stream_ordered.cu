@@ -255,6 +255,7 @@ extern "C" int mempool_cross_stream(cudaMemPool_t pool, size_t bytes, cudaStream
     cudaEvent_t freed = NULL;
 
     CUDA_CHECK(cudaMalloc(&d_count, sizeof(unsigned)));
+    CUDA_CHECK(cudaMemsetAsync(d_count, 0, sizeof(unsigned), s1));   /* the kernel counts into it */
     CUDA_CHECK(cudaEventCreateWithFlags(&freed, cudaEventDisableTiming));
     CUDA_CHECK(cudaMallocFromPoolAsync(&a, bytes, pool, s1));
     hold_and_check_kernel<<<1, 256, 0, s1>>>((unsigned *)a, bytes / 4, 1u, spin, d_count);
@@ -457,6 +458,8 @@ extern "C" int bench_chain(int kind, size_t n, int steps, int reps, float *times
         CUDA_CHECK(tut_timer_lap(&t, r, times_ms));
     }
 cleanup:
+    if (d_s != NULL && kind != ALLOC_NONE)   /* a launch failed between its alloc and free */
+        bench_free(kind, tp, d_s, stream);
     cudaStreamSynchronize(stream);
     tut_timer_free(&t);
     cudaFree(d_x);
