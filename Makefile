@@ -215,7 +215,8 @@ NVCC_TWINS   := $(foreach f,$(wildcard chapters/*/*.cu),$(if $(wildcard $(dir $(
 # (solutions/00 and common/tut_check.cu). The output is not kept: a stamp marks a file done.
 NVCC_OBJS := $(patsubst %.cu,$(BUILD)/nvcc-compile/%.ok,$(filter-out $(NVCC_VIA_LIB) $(NVCC_TWINS),$(CU_ALL)) \
 	$(wildcard emu/tests/*.cu emu/tests/*/*.cu emu/bench/*.cu docs/experiments/*.cu))
-# the chapter 04 experiments include the lesson's own kernels
+# the experiments share docs/experiments/experiment.h; chapter 04's include the lesson's kernels
+$(patsubst %.cu,$(BUILD)/nvcc-compile/%.ok,$(wildcard docs/experiments/*.cu)): docs/experiments/experiment.h
 $(BUILD)/nvcc-compile/docs/experiments/04_matmul_async.ok \
 $(BUILD)/nvcc-compile/docs/experiments/04_matmul_v5.ok: solutions/04_shared_memory/shared_memory.cu
 nvcc-compile: $(if $(HAVE_NVCC),$(NVCC_OBJS) $(if $(NVCC_VIA_LIB),$(BUILD)/gpu/solutions/lib00_device_query.so),nvcc-missing-note) ## compile every .cu with nvcc (-arch=sm_90)

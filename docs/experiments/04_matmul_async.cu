@@ -19,7 +19,7 @@
 #include <cublas_v2.h>
 #include <cuda_pipeline_primitives.h>
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1);} } while (0)
+#include "experiment.h"
 
 // ---------------- v5: warp tiles + cp.async double buffer ----------------
 // 256 threads = 8 warps as 4 (rows) x 2 (cols); a warp computes 32 x 64 of C; its lanes as
@@ -354,30 +354,7 @@ v3t_kernel(const float *__restrict__ A, const float *__restrict__ B, float *__re
     }
 }
 
-// ---------------- timing ----------------
-template <class F> float median_ms(F f, int reps)
-{
-    cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
-    std::vector<float> t;
-    f(); CK(cudaDeviceSynchronize());
-    for (int i = 0; i < reps; i++) {
-        CK(cudaEventRecord(a)); f(); CK(cudaEventRecord(b)); CK(cudaEventSynchronize(b));
-        float ms; CK(cudaEventElapsedTime(&ms, a, b)); t.push_back(ms);
-    }
-    CK(cudaGetLastError());
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
-
-static float maxdiff(const float *d, const float *ref, size_t count)
-{
-    std::vector<float> x(count), y(count);
-    CK(cudaMemcpy(x.data(), d, count * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(y.data(), ref, count * 4, cudaMemcpyDeviceToHost));
-    float md = 0; for (size_t i = 0; i < count; i++) md = std::max(md, std::fabs(x[i] - y[i]));
-    return md;
-}
-
+// ---------------- timing (median_ms, maxdiff: experiment.h) ----------------
 template <class K>
 void run_k(const char *name, K kern, const float *A, const float *B, float *C, const float *Cref, int M, int N, int K_, double cublas_ms, int reps, int bn = BN)
 {

@@ -30,7 +30,7 @@
 #include <cublas_v2.h>
 #include <cuda_pipeline_primitives.h>
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1);} } while (0)
+#include "experiment.h"
 
 /* A block of (TBM/TM) x (TBN/TN) threads computes a TBM x TBN tile of C, TBK along k per step.
    A warp computes a (LR*TM) x (LC*TN) piece; its lanes form an LR x LC grid of 4x4 patches,
@@ -279,31 +279,7 @@ gemm1_kernel(const float *__restrict__ A, const float *__restrict__ B, float *__
         }
 }
 
-// ---------------- timing ----------------
-template <class F> float median_ms(F f, int reps)
-{
-    cudaEvent_t a, b; CK(cudaEventCreate(&a)); CK(cudaEventCreate(&b));
-    std::vector<float> t;
-    f(); CK(cudaDeviceSynchronize());
-    for (int i = 0; i < reps; i++) {
-        CK(cudaEventRecord(a)); f(); CK(cudaEventRecord(b)); CK(cudaEventSynchronize(b));
-        float ms; CK(cudaEventElapsedTime(&ms, a, b)); t.push_back(ms);
-    }
-    CK(cudaGetLastError());
-    CK(cudaEventDestroy(a)); CK(cudaEventDestroy(b));
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
-}
-
-static float maxdiff(const float *d, const float *ref, size_t count)
-{
-    std::vector<float> x(count), y(count);
-    CK(cudaMemcpy(x.data(), d, count * 4, cudaMemcpyDeviceToHost));
-    CK(cudaMemcpy(y.data(), ref, count * 4, cudaMemcpyDeviceToHost));
-    float md = 0; for (size_t i = 0; i < count; i++) md = std::max(md, std::fabs(x[i] - y[i]));
-    return md;
-}
-
+// ---------------- timing (median_ms, maxdiff: experiment.h) ----------------
 struct Problem {
     int M, N, K;
     float *A, *B, *C, *Cref;

@@ -14,7 +14,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); exit(1);} } while (0)
+#include "experiment.h"
 
 __global__ void strided_copy(const float *__restrict__ in, float *__restrict__ out, int n,
                              int stride)
