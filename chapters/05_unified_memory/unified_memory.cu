@@ -5,8 +5,8 @@
  * cudaMallocManaged returns an address that is valid on the host and on the device. The data
  * lives in one place at a time (per page): a processor that touches a page which is elsewhere
  * takes a page fault, and the driver migrates the page. Faults wait for the host's driver to
- * service them, batch after batch, so data moved by faults crawls; cudaMemPrefetchAsync moves a whole range in bulk, in
- * stream order, before anyone touches it. cudaMemAdvise tells the driver how a range will be
+ * service them, batch after batch, so data moved by faults crawls; cudaMemPrefetchAsync moves
+ * a whole range in bulk, in stream order, before anyone touches it. cudaMemAdvise tells the driver how a range will be
  * used (read by everyone, kept in one place, mapped for a processor) so it moves less.
  *
  * CUDA 13 names places with a struct cudaMemLocation {type, id}; CUDA 12 and older passed an

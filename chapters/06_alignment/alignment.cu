@@ -5,8 +5,8 @@
  * A warp's loads are served in 32-byte sectors. 32 threads reading 32 consecutive floats touch 4
  * sectors (128 bytes, all used); 32 threads reading every 32nd float touch 32 sectors and use 4
  * bytes of each (and below L2, memory is read in pieces of the L2 fetch granularity, 64 bytes
- * by default on the H200 the chapter was measured on). A 16-byte vector load (float4) moves 4 floats with one instruction, but only
- * from an address that is a multiple of 16. cudaMallocPitch pads each row of a 2D array so that
+ * by default on the H200 the chapter was measured on). A 16-byte vector load (float4) moves 4
+ * floats with one instruction, but only from an address that is a multiple of 16. cudaMallocPitch pads each row of a 2D array so that
  * every row starts aligned; a kernel then steps from row to row by the pitch, in bytes.
  *
  * Build: make                 Run: make run CH=06 (lesson demo), ARGS=--check, ARGS=--bench

@@ -261,11 +261,7 @@ extern "C" int tpool_alloc(struct tpool *p, size_t bytes, cudaStream_t stream, v
     k = tpool_class_of(bytes);
     size = tpool_class_bytes(k);
     // TODO(student) 07.2: take the head of class k's free list, if there is one, into i (it stays -1 otherwise) (~3 lines)
-    if (i >= 0) {
-        popped = 1;
-        p->stats.reused++;
-        p->stats.cached_bytes -= size;
-    }
+    popped = i >= 0;
     if (i < 0) {
         // TODO(student) 07.1: carve a new block of `size` bytes at the arena's top: TPOOL_ERR_FULL if it does not fit, else tpool_add_block(p, p->top, k, &i), move the top, count p->stats.carved (~6 lines)
         TUT_TODO();
@@ -276,6 +272,10 @@ extern "C" int tpool_alloc(struct tpool *p, size_t bytes, cudaStream_t stream, v
            using the block. On the same stream it is ordered before anything queued now. */
         // TODO(student) 07.4: if the block was freed on another stream, make `stream` wait for the event recorded at the free (cudaStreamWaitEvent), and count it in p->stats.stream_waits (~4 lines)
         b->pending = 0;
+    }
+    if (popped) {   /* counted once the block is surely handed out */
+        p->stats.reused++;
+        p->stats.cached_bytes -= size;
     }
     b->live = 1;
     b->bytes = bytes;
@@ -289,13 +289,8 @@ extern "C" int tpool_alloc(struct tpool *p, size_t bytes, cudaStream_t stream, v
     p->stats.arena_top = p->top;
     *out = p->base + b->offset;
 cleanup:
-    if (status != 0 && popped) {
-        /* The stream wait failed after the block left its free list: put it back, still
-           pending, so that it is neither lost nor counted as reused. */
+    if (status != 0 && popped)   /* the stream wait failed: the block goes back, still pending */
         tpool_push_free(p, i);
-        p->stats.reused--;
-        p->stats.cached_bytes += size;
-    }
     return status;
 }
 

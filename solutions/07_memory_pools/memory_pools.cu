@@ -272,11 +272,7 @@ extern "C" int tpool_alloc(struct tpool *p, size_t bytes, cudaStream_t stream, v
     if (i >= 0)
         p->free_head[k] = p->blocks[i].next_free;
     // @end
-    if (i >= 0) {
-        popped = 1;
-        p->stats.reused++;
-        p->stats.cached_bytes -= size;
-    }
+    popped = i >= 0;
     if (i < 0) {
         // @solution 07.1: carve a new block of `size` bytes at the arena's top: TPOOL_ERR_FULL if it does not fit, else tpool_add_block(p, p->top, k, &i), move the top, count p->stats.carved (~6 lines)
         if (size > p->capacity - p->top)
@@ -304,6 +300,10 @@ extern "C" int tpool_alloc(struct tpool *p, size_t bytes, cudaStream_t stream, v
         // @end
         b->pending = 0;
     }
+    if (popped) {   /* counted once the block is surely handed out */
+        p->stats.reused++;
+        p->stats.cached_bytes -= size;
+    }
     b->live = 1;
     b->bytes = bytes;
     b->next_free = -1;
@@ -316,13 +316,8 @@ extern "C" int tpool_alloc(struct tpool *p, size_t bytes, cudaStream_t stream, v
     p->stats.arena_top = p->top;
     *out = p->base + b->offset;
 cleanup:
-    if (status != 0 && popped) {
-        /* The stream wait failed after the block left its free list: put it back, still
-           pending, so that it is neither lost nor counted as reused. */
+    if (status != 0 && popped)   /* the stream wait failed: the block goes back, still pending */
         tpool_push_free(p, i);
-        p->stats.reused--;
-        p->stats.cached_bytes += size;
-    }
     return status;
 }
 
