@@ -18,10 +18,16 @@ BUILD     ?= build
 CTEST_ARGS ?=
 
 # --- parallel by default: one job per core, unless -j is given (make -j1: one at a time) ------
-# Not with `clean` among the goals: GNU Make 4.3 would run it beside the build.
+# Not with `clean` among the goals: GNU Make 4.3 would run it beside the build. Only the top
+# make asks: a sub-make shares its jobs (giving it -j again would print "-jN forced").
 NPROC := $(shell nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 1)
-ifeq ($(filter -j%,$(MAKEFLAGS))$(filter clean,$(MAKECMDGOALS)),)
+ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS))$(filter clean,$(MAKECMDGOALS)),0)
   MAKEFLAGS += -j$(NPROC)
+endif
+# --- quiet by default: a build that works prints nothing; V=1 shows every command -------------
+V ?=
+ifeq ($(V),)
+  MAKEFLAGS += --silent
 endif
 
 # --- what there is ------------------------------------------------------------------------------
@@ -56,7 +62,8 @@ else
 endif
 
 # Required nvcc flags live here, not in NVCCFLAGS, so `make NVCCFLAGS="-G -O0"` cannot drop them.
-TUT_NVCC  := -std=c++17 -arch=$(ARCH) -Icommon -Xcompiler -fPIC
+# -Xcompiler -g: host debug information, so that a crash in host code is placed at its .cu line.
+TUT_NVCC  := -std=c++17 -arch=$(ARCH) -Icommon -Xcompiler -fPIC -Xcompiler -g
 # The emulator's build rules and flags (EMU_REWRITE, EMU_RUNTIME, EMU_CXXFLAGS, EMU_LDLIBS).
 include emu/emu.mk
 # cuemu-nvcc, the nvcc-like driver for any .cu program (emu/tools/tools.mk).
@@ -90,6 +97,7 @@ define gpu_lib
 $(BUILD)/gpu/$(1)/lib%.so: $$$$(wildcard $(1)/$$$$*/*.cu) $(COMMON_H) $(BUILD)/gpu/common/tut_check.o
 	@mkdir -p $$(@D); rm -f $$@
 	$$(NVCC) $$(TUT_NVCC) $$(NVCCFLAGS) -shared -o $$@ $$(filter %.cu,$$^) $(BUILD)/gpu/common/tut_check.o $$(LDLIBS_$$*)
+	@rm -f $$(@:.so=.failed)
 endef
 $(foreach t,chapters solutions,$(eval $(call gpu_lib,$(t))))
 
@@ -106,12 +114,13 @@ $(BUILD)/cpu/common/tut_check.o: common/tut_check.cu $(COMMON_H) $(EMU_REWRITE) 
 define cpu_lib
 $(BUILD)/cpu/$(1)/obj/%.cpp: $(1)/%.cu $$(EMU_REWRITE) FORCE
 	@mkdir -p $$(@D)
-	@$$(EMU_REWRITE) $$< $$@.tmp && if cmp -s $$@.tmp $$@; then rm -f $$@.tmp; else mv -f $$@.tmp $$@ && echo "$$(EMU_REWRITE) $$< $$@"; fi
+	@$$(EMU_REWRITE) $$< $$@.tmp && if cmp -s $$@.tmp $$@; then rm -f $$@.tmp; else mv -f $$@.tmp $$@$(if $(V), && echo "$$(EMU_REWRITE) $$< $$@"); fi
 $(BUILD)/cpu/$(1)/obj/%.o: $(BUILD)/cpu/$(1)/obj/%.cpp $(COMMON_H) $$(EMU_HEADERS)
 	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -I$(1)/$$(*D) -c -o $$@ $$<
 $(BUILD)/cpu/$(1)/lib%.so: $$$$(addprefix $(BUILD)/cpu/$(1)/obj/$$$$*/,$$$$(addsuffix .o,$$$$(basename $$$$(notdir $$$$(wildcard $(1)/$$$$*/*.cu))))) $(BUILD)/cpu/common/tut_check.o $$(EMU_RUNTIME)
 	@rm -f $$@
-	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) -shared -o $$@ $$(filter $(BUILD)/cpu/$(1)/obj/%,$$^) $(BUILD)/cpu/common/tut_check.o -Wl,--whole-archive $$(EMU_RUNTIME) -Wl,--no-whole-archive $$(EMU_LDLIBS)
+	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) $$(if $$(findstring clang,$$(EMU_CXX)),-Qunused-arguments) -shared -o $$@ $$(filter $(BUILD)/cpu/$(1)/obj/%,$$^) $(BUILD)/cpu/common/tut_check.o -Wl,--whole-archive $$(EMU_RUNTIME) -Wl,--no-whole-archive $$(EMU_LDLIBS)
+	@rm -f $$(@:.so=.failed)
 endef
 $(foreach t,chapters solutions,$(eval $(call cpu_lib,$(t))))
 # kept after the build (make would delete them as intermediate files of the chain .cu -> .so)
@@ -140,9 +149,13 @@ $(BUILD)/venv/.ready: requirements.txt
 python: $(PY_READY) ## make sure Python has NumPy (a venv under build/ if needed)
 
 # --- running and checking -----------------------------------------------------------------------
-CH_DIR = $(firstword $(wildcard chapters/$(CH) chapters/$(CH)_*))
+# CH=5 is chapter 05; CH=05, CH=05_unified_memory and the folder's path name it too.
+CH_NAME = $(patsubst chapters/%,%,$(patsubst %/,%,$(CH)))
+CH_DIR = $(firstword $(wildcard chapters/$(CH_NAME) chapters/$(CH_NAME)_* chapters/0$(CH_NAME)_*))
+# for a CH= that names no chapter: those whose name holds it
+CH_LIKE = $(notdir $(foreach c,$(CHAPTERS),$(if $(findstring $(CH_NAME),$(c)),$(c))))
 run: all python ## run a chapter: make run CH=01 ARGS="--check" (or --bench, --help)
-	@test -n "$(CH_DIR)" || { echo "error: no chapter matches CH=$(CH) (try: make run CH=00)"; exit 1; }
+	@test -n "$(CH_DIR)" || { echo "error: no chapter matches CH=$(CH)$(if $(CH_LIKE), (did you mean CH=$(firstword $(subst _, ,$(firstword $(CH_LIKE))))?: $(firstword $(CH_LIKE))))"; exit 1; }
 	TUT_BACKEND=$(B) $(PY) $(CH_DIR)/driver.py $(ARGS)
 
 # RECORD=1 also writes every figure the benches print into docs/figures/ (tools/figures.py).
@@ -165,18 +178,27 @@ TEST_ENV   = OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1}
 PY_ABS     = $(if $(findstring /,$(PY)),$(abspath $(PY)),$(shell command -v $(PY)))
 # `make check CH=01` checks one chapter (each chapter's tests carry its name as a CTest label).
 CH_LABEL   = $(if $(filter command line,$(origin CH)),-L '^$(notdir $(CH_DIR))$$$$')
+# make check (student): CTest's own lines hidden, the summary's table is the result.
 ctest_run = export $(TEST_ENV) && cmake -S tests -B $(BUILD)/tests/$(1) -DMODE=$(1) -DBACKEND=$(B) -DPYTHON=$(PY_ABS) -DBUILD_DIR=$(abspath $(BUILD)) -DONLY_CHAPTER=$(if $(CH_LABEL),$(notdir $(CH_DIR))) >/dev/null && \
 	rm -rf $(RESULTS)/$(1) && \
-	{ ctest --test-dir $(BUILD)/tests/$(1) --no-tests=error --parallel $(NPROC) --output-junit junit.xml $(CH_LABEL) $(CTEST_ARGS); rc=$$?; \
-	  $(PY) tools/summary.py $(RESULTS)/$(1) $(BUILD)/tests/$(1)/junit.xml || rc=1; exit $$rc; }
+	{ ctest --test-dir $(BUILD)/tests/$(1) --no-tests=error --parallel $(NPROC) --output-junit junit.xml $(CH_LABEL) $(if $(filter student,$(1)),$(if $(V),,-Q)) $(CTEST_ARGS); rc=$$?; \
+	  $(PY) tools/summary.py --mode $(1) $(RESULTS)/$(1) $(BUILD)/tests/$(1)/junit.xml || rc=1; exit $$rc; }
 
-# -k: a chapter that does not compile fails its own tests; the other chapters are still checked.
-# CH=NN builds only that chapter (of the tree given): its tests are the only ones run.
-ch_build = $(if $(filter command line,$(origin CH)),$(if $(CH_DIR),$(BUILD)/$(B)/$(1)/lib$(notdir $(CH_DIR)).so $(BUILD)/BACKEND),all)
-check: cmake-present python ch-present ## your exercises: build, test each one, print a summary (CH=01: one chapter)
-	@$(MAKE) --no-print-directory -k $(call ch_build,chapters) || echo "*** some chapters did not compile (errors above): their tests fail below"
+# `make check` builds each chapter on its own, in parallel. One that does not compile leaves
+# lib<chapter>.failed (the compiler's output) where its library was: its tests then say "not
+# built", with the first error, instead of testing an older build of the student's file.
+CHECK_CHAPTERS  = $(if $(filter command line,$(origin CH)),$(notdir $(CH_DIR)),$(CHAPTERS))
+CHECK_PREREQS   = $(if $(filter cpu,$(B)),$(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_HEADERS),nvcc-present) $(BUILD)/$(B)/common/tut_check.o
+check-build-%: $(CHECK_PREREQS) FORCE
+	@lib=$(BUILD)/$(B)/chapters/lib$*.so; mkdir -p $(BUILD)/$(B)/chapters; \
+	 if $(MAKE) --no-print-directory $$lib >$$lib.log 2>&1; then rm -f $${lib%.so}.failed $$lib.log; \
+	 else rm -f $$lib; mv -f $$lib.log $${lib%.so}.failed; fi
+CHECK_TARGETS   = $(CHECK_CHAPTERS:%=check-build-%)
+check: cmake-present python ch-present $(CHECK_TARGETS) $(BUILD)/BACKEND ## your exercises: build, test each one, print a summary (CH=01: one chapter)
 	@$(call ctest_run,student)
 
+# CH=NN builds only that chapter (of the tree given): its tests are the only ones run.
+ch_build = $(if $(filter command line,$(origin CH)),$(if $(CH_DIR),$(BUILD)/$(B)/$(1)/lib$(notdir $(CH_DIR)).so $(BUILD)/BACKEND),all)
 check-solutions: cmake-present $(call ch_build,solutions) python ch-present ## the same tests on solutions/ (they must all pass)
 	@$(call ctest_run,solutions)
 
@@ -262,7 +284,7 @@ sanitize: all python ## every solution test under compute-sanitizer memcheck/rac
 # --- prerequisites, each with one line saying what to install -------------------------------
 # CH=NN given on the command line must name a chapter (else nothing would be tested).
 ch-present:
-	@$(if $(filter command line,$(origin CH)),test -n "$(CH_DIR)" || { echo "error: no chapter matches CH=$(CH) (chapters: $(CHAPTERS))"; exit 1; })
+	@$(if $(filter command line,$(origin CH)),test -n "$(CH_DIR)" || { echo "error: no chapter matches CH=$(CH)$(if $(CH_LIKE), (did you mean CH=$(firstword $(subst _, ,$(firstword $(CH_LIKE))))? $(firstword $(CH_LIKE))))$(if $(CH_LIKE),, (chapters: $(foreach c,$(CHAPTERS),$(firstword $(subst _, ,$(c))))))"; exit 1; })
 nvcc-present:
 	@command -v $(NVCC) >/dev/null 2>&1 || { echo "error: $(NVCC) not found: install the CUDA toolkit (13.0 or newer), or use the emulator: make BACKEND=cpu"; exit 1; }
 cmake-present:

@@ -7,9 +7,14 @@
 #include "tut_check.h"
 #include "tut_timer.h"
 
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* One record per host thread: Python reads it right after the failing call returns. */
 static thread_local struct {
@@ -207,4 +212,111 @@ cleanup:
     cudaFree(d_src);
     cudaFree(d_dst);
     return status;
+}
+
+/* ---- where host code crashed --------------------------------------------------------- */
+/* A signal in the C code kills the Python process that loaded it, and "Segmentation fault" is
+   all a student would see. This report names the signal, the address and the first frame in a
+   .cu file it can place (addr2line over the library's debug information), then hands the signal
+   on to the handler installed before it (Python's faulthandler, which prints the Python stack),
+   and so on to the default action: the process still dies, with the same signal. Faults inside
+   emulated kernels never get here: the emulator handles those itself, per launch. */
+static struct sigaction tut_old_act[32];
+static const int tut_crash_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+
+static const char *tut_signal_words(int sig, int code)
+{
+    switch (sig) {
+    case SIGSEGV: return code == SEGV_ACCERR ? "a write or read the memory's protection forbids"
+                                             : "an access to an address nothing is mapped at";
+    case SIGBUS:  return "a misaligned or truncated memory access";
+    case SIGFPE:  return "an arithmetic fault (an integer division by zero?)";
+    case SIGILL:  return "an illegal instruction";
+    case SIGABRT: return "abort() (a failed assert, or a C++ exception nothing caught)";
+    }
+    return "a fatal signal";
+}
+
+/* "file:line" of pc from addr2line, or "" when it cannot tell (no debug information). */
+static void tut_place(void *pc, int is_return, char *out, size_t n)
+{
+    Dl_info di;
+    out[0] = 0;
+    if (!pc || !dladdr(pc, &di) || !di.dli_fname) return;
+    uintptr_t off = (uintptr_t)pc - (uintptr_t)di.dli_fbase - (is_return ? 1 : 0);
+    char cmd[1400], line[1024] = "";
+    snprintf(cmd, sizeof cmd, "addr2line -e '%s' 0x%lx 2>/dev/null", di.dli_fname,
+             (unsigned long)off);
+    FILE *p = popen(cmd, "r");
+    if (!p) return;
+    if (!fgets(line, sizeof line, p)) line[0] = 0;
+    pclose(p);
+    line[strcspn(line, "\r\n")] = 0;
+    char *disc = strstr(line, " (discriminator");
+    if (disc) *disc = 0;
+    if (!line[0] || line[0] == '?' || strstr(line, ":?") || strstr(line, ":0")) return;
+    snprintf(out, n, "%s", line);
+}
+
+static int tut_is_course_source(const char *place)
+{
+    return strstr(place, "chapters/") || strstr(place, "solutions/") || strstr(place, ".cu:");
+}
+
+static void tut_on_crash(int sig, siginfo_t *si, void *ucv)
+{
+    char buf[2048], place[1024] = "";
+    void *frames[48];
+    int n = backtrace(frames, 48);
+    void *pc = NULL;
+#if defined(__x86_64__)
+    pc = (void *)((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RIP];
+#else
+    (void)ucv;
+#endif
+    /* the faulting instruction first (not a return address), then the callers */
+    if (pc) tut_place(pc, 0, place, sizeof place);
+    for (int i = 0; i < n && !tut_is_course_source(place); i++)
+        if (frames[i] != pc) tut_place(frames[i], 1, place, sizeof place);
+    if (!tut_is_course_source(place)) place[0] = 0;
+    Dl_info di;
+    const char *lib = pc && dladdr(pc, &di) && di.dli_fname ? di.dli_fname : "?";
+    const char *sym = pc && dladdr(pc, &di) && di.dli_sname ? di.dli_sname : "?";
+    int len = snprintf(buf, sizeof buf,
+                       "crash: %s in host code: %s\n"
+                       "crash: at %s (in %s, %s); the Python stack follows\n",
+                       sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGFPE
+                           ? "SIGFPE" : sig == SIGILL ? "SIGILL" : "SIGABRT",
+                       tut_signal_words(sig, si ? si->si_code : 0),
+                       place[0] ? place : "an unknown place (no debug information)", lib, sym);
+    if (len > 0) {
+        if (write(2, buf, (size_t)len) < 0) { /* nothing more to do */ }
+    }
+    if ((sig == SIGSEGV || sig == SIGBUS) && si) {
+        len = si->si_addr ? snprintf(buf, sizeof buf, "crash: the address was %p\n", si->si_addr)
+                          : snprintf(buf, sizeof buf, "crash: the address was 0: a NULL pointer\n");
+        if (len > 0 && write(2, buf, (size_t)len) < 0) { /* nothing more to do */ }
+    }
+    /* what the emulator had diagnosed before the crash (its own stderr copy is off in tests) */
+    const char *(*diag)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "cuemuLastDiagnostic");
+    if (diag) {
+        const char *d = diag();
+        if (d && *d && write(2, d, strlen(d)) < 0) { /* nothing more to do */ }
+    }
+    for (size_t i = 0; i < sizeof tut_crash_sigs / sizeof *tut_crash_sigs; i++)
+        if (tut_crash_sigs[i] == sig) sigaction(sig, &tut_old_act[i], NULL);
+    /* a fault repeats when the instruction runs again; anything else is sent again */
+    if (sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE) raise(sig);
+}
+
+extern "C" int tut_install_crash_report(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = tut_on_crash;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof tut_crash_sigs / sizeof *tut_crash_sigs; i++)
+        sigaction(tut_crash_sigs[i], &sa, &tut_old_act[i]);
+    return 0;
 }

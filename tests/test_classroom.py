@@ -189,7 +189,7 @@ class ExitCodes(unittest.TestCase):
         long = "AssertionError:" + " a 32-way bank conflict in every row" * 8
         r = self.summary([{"id": "01.1", "title": "t", "exercise": True, "status": "FAIL",
                            "message": long + "\n  second line", "tree": "chapters"}])
-        self.assertEqual(r.returncode, 0)
+        self.assertEqual(r.returncode, 1)   # make check fails while an exercise fails
         self.assertIn(long, r.stdout)
         self.assertEqual(r.stdout.count("second line"), 1)
 

@@ -1,22 +1,32 @@
 # SPDX-License-Identifier: MIT
-"""Print one line per test from the JSON results the drivers wrote (never from their stdout),
-each failure with its whole diagnosis, once.
+"""Print one table from the JSON results the drivers wrote (never from their stdout).
 
-    python3 tools/summary.py build/results/cpu/student [build/tests/student/junit.xml]
+    python3 tools/summary.py [--mode student|solutions|maintainer] RESULTS_DIR [JUNIT_XML]
 
-(make check runs this.) A test that wrote no JSON (a unit test, a driver that crashed or timed
-out) is taken from CTest's JUnit file, with the end of its output. Long runs (make test) list
-only what did not pass, then the counts. Exit status 1 when nothing ran or every test was
-skipped (nothing was checked), else 0: CTest's own status says whether tests failed.
+(make check, check-solutions and test run this.) Each row is one test: its result, and under a
+result that is not a pass everything that explains it, once: the failure, the emulator's
+diagnoses, the notes about what was not checked here, the end of what it printed, and for a
+process that died the crash report it left (tut.capture). A test whose process left no JSON at
+all (a unit test, a driver that died before its first test) is taken from CTest's JUnit file.
+
+student (make check): every row, then a closing line with the count of exercises passing and
+the next one to work on, and exit status 1 unless everything passed. maintainer (make test):
+only the rows that are not as they should be (unsolved stubs are meant to fail), then the
+counts; the exit status is CTest's.
 """
+import argparse
 import json
+import re
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-OUTPUT_LINES = 40   # of a test with no JSON result: the end of what it printed
+REPO = Path(__file__).resolve().parent.parent
+OUTPUT_LINES = 20   # of a row's output shown under it (the row's file keeps up to 64 KiB)
 
-MARK = {"PASS": "pass", "FAIL": "FAIL", "NOT DONE": "todo", "ERROR": "ERROR", "SKIP": "skip"}
+MARK = {"PASS": "pass", "FAIL": "FAIL", "NOT DONE": "todo", "ERROR": "ERROR", "SKIP": "skip",
+        "NOT BUILT": "not built", "CRASH": "CRASH", "TIMEOUT": "TIMEOUT"}
+NOT_PASSING = ("FAIL", "NOT DONE", "ERROR", "NOT BUILT", "CRASH", "TIMEOUT")
 
 
 def load(results_dir):
@@ -24,18 +34,36 @@ def load(results_dir):
     for f in sorted(Path(results_dir).glob("*.json")):
         # the file is named after the CTest test: "01.2", "solution_reverse_01.2", ...
         prefix = f.stem.rsplit("_", 1)[0].replace("_", "/") + "/" if "_" in f.stem else ""
-        rows += [(prefix + r["id"], r) for r in json.loads(f.read_text())]
+        try:
+            results = json.loads(f.read_text())
+        except ValueError:
+            continue
+        rows += [(prefix + r["id"], r) for r in results]
     return rows
 
 
-def unreported(junit, names):
-    """Failed CTest tests that left no JSON result: (name, title, message) from the JUnit file."""
+def junit_cases(junit):
     try:
-        root = ET.parse(junit).getroot()
+        return list(ET.parse(junit).getroot().iter("testcase"))
     except (OSError, ET.ParseError):
         return []
+
+
+def timed_out(cases):
+    """Names of the tests CTest stopped at their time limit."""
+    out = set()
+    for case in cases:
+        text = (case.findtext("system-out") or "") + "".join(
+            (f.get("message") or "") for f in case.findall("failure"))
+        if re.search(r"\bTimeout\b|\btimed out\b", text):
+            out.add(case.get("name", ""))
+    return out
+
+
+def unreported(cases, names):
+    """Failed CTest tests that left no JSON result: (name, row) from the JUnit file."""
     out = []
-    for case in root.iter("testcase"):
+    for case in cases:
         name = case.get("name", "")
         if case.get("status") in ("run", "disabled", "notrun") or name in names:
             continue
@@ -44,11 +72,110 @@ def unreported(junit, names):
         failure = case.find("failure")
         why = (failure.get("message") if failure is not None else "") or "failed"
         lines = (case.findtext("system-out") or "").rstrip().splitlines()
-        cut = len(lines) > OUTPUT_LINES
-        text = "\n".join((["..."] if cut else []) + lines[-OUTPUT_LINES:])
+        cut = len(lines) > 40
+        text = "\n".join((["..."] if cut else []) + lines[-40:])
         out.append((name, {"status": "ERROR", "title": f"{why} (no result written; the end "
                                                         f"of its output:)", "message": text}))
     return out
+
+
+def crash_report(r):
+    """A CRASH row's message: the C report (signal, place) and the Python stack, from the output
+    file the test was writing when its process died. Also sets r['todo'] to the place."""
+    try:
+        text = Path(r.get("output_file", "")).read_text(errors="replace")
+    except OSError:
+        text = ""
+    lines = text.rstrip("\n").splitlines()
+    c_report = [line for line in lines if line.startswith(("crash: ", "cuemu: "))]
+    start = next((i for i, line in enumerate(lines) if line.startswith("Fatal Python error")),
+                 None)
+    stack = []
+    if start is not None:
+        stack = [line for line in lines[start:] if line.strip()
+                 and not line.startswith(("crash: ", "cuemu: ", "Extension modules:"))][:12]
+    before = [line for line in (lines[:start] if start is not None else lines)
+              if not line.startswith(("crash: ", "cuemu: "))][-5:]
+    for line in c_report:
+        m = re.match(r"crash: at (\S+:\d+)", line)
+        if m:
+            r["todo"] = m.group(1)
+    stack = [line for line in stack if "/common/tut/" not in line]
+    msg = [line.replace(f"{REPO}/", "") for line in c_report + stack]
+    if not msg:
+        msg = ["the test's process died and left no report (killed from outside?)"]
+    if before:
+        msg += ["what it printed last:"] + ["  " + line for line in before]
+    return "\n".join(msg)
+
+
+def details(r, everything):
+    """Lines under a row: for a row that is not a pass everything that explains it; for a pass,
+    what must still reach the student (diagnoses, notes, output dropped)."""
+    out = []
+    if everything and r.get("message"):
+        out += r["message"].rstrip().splitlines()
+    elif r["status"] == "SKIP" and r.get("message"):
+        out.append(r["message"].splitlines()[0])
+    if r.get("diagnostics"):
+        out += r["diagnostics"].rstrip().splitlines()
+    out += [f"note: {n}" for n in r.get("notes", [])]
+    lines, dropped = r.get("output_lines", 0), r.get("output_dropped", 0)
+    shown = [line for line in r.get("output", "").rstrip("\n").splitlines()
+             if not line.startswith("cuemu: ")]
+    if everything and shown:
+        tail = shown[-OUTPUT_LINES:]
+        out.append(f"output ({len(tail)} of {lines} lines):" if lines > len(tail) else "output:")
+        out += ["  " + line for line in tail]
+    if dropped:
+        out.append(f"output: {lines} lines printed; the first 64 KiB kept, {dropped} lines "
+                   f"dropped (a printf in a kernel runs once per thread)")
+    elif lines and not everything:
+        out.append(f"output: {lines} lines printed (kept in {r.get('output_file', 'its file')})")
+    return out
+
+
+def next_step(ex):
+    """(exercise id, place) of the first exercise that does not pass, in id order."""
+    for r in sorted(ex, key=lambda r: [int(p) if p.isdigit() else p
+                                       for p in re.split(r"[.+-]", r["id"])]):
+        if r["status"] in NOT_PASSING:
+            return r["id"], r.get("todo") or r.get("where") or ""
+    return None, ""
+
+
+def closing_line(rows):
+    ex = [r for _, r in rows if r.get("exercise") and not r.get("hidden")]
+    checks = [r for _, r in rows if not r.get("exercise")]
+    parts = []
+    if ex:
+        passing = sum(r["status"] == "PASS" for r in ex)
+        text = f"exercises: {passing} of {len(ex)} passing"
+        ex_id, where = next_step(ex)
+        if ex_id:
+            chapter = ex_id[:2]
+            mine = [r for r in ex if r["id"][:2] == chapter]
+            if len({r["id"][:2] for r in ex}) > 1:
+                text += (f" ({chapter}: {sum(r['status'] == 'PASS' for r in mine)} of "
+                         f"{len(mine)})")
+            text += f" - next: {ex_id}" + (f" at {where}" if where else "")
+        parts.append(text)
+        states = {"not started": sum(r["status"] == "NOT DONE" and r.get("part") == "none"
+                                     for r in ex),
+                  "partly done": sum(r["status"] == "NOT DONE" and r.get("part") != "none"
+                                     for r in ex),
+                  "failing": sum(r["status"] in ("FAIL", "ERROR") for r in ex),
+                  "not built": sum(r["status"] == "NOT BUILT" for r in ex),
+                  "crashed": sum(r["status"] == "CRASH" for r in ex),
+                  "timed out": sum(r["status"] == "TIMEOUT" for r in ex),
+                  "skipped here": sum(r["status"] == "SKIP" for r in ex)}
+        rest = ", ".join(f"{n} {s}" for s, n in states.items() if n)
+        if rest:
+            parts.append(f"  ({rest})")
+    if checks:
+        ok = sum(r["status"] in ("PASS", "SKIP") for r in checks)
+        parts.append(f"other checks: {ok} of {len(checks)} passing")
+    return parts
 
 
 def as_it_should_be(r):
@@ -58,49 +185,65 @@ def as_it_should_be(r):
     return r["status"] in ("PASS", "SKIP")
 
 
-def main(results_dir, junit=None):
-    rows = load(results_dir)
-    if junit:
-        rows += unreported(junit, {name for name, _ in rows})
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--mode", choices=("student", "solutions", "maintainer"), default="student")
+    p.add_argument("results")
+    p.add_argument("junit", nargs="?")
+    args = p.parse_args(argv)
+    rows = load(args.results)
+    cases = junit_cases(args.junit) if args.junit else []
+    killed = timed_out(cases)
+    for name, r in rows:
+        if r["status"] == "CRASH":
+            if name in killed:
+                r["status"] = "TIMEOUT"
+                r["message"] = ("stopped at its time limit: a kernel or a loop that never ends "
+                                "(a spin-wait, a condition that never changes, a grid-stride loop "
+                                "whose step is 0?)")
+            else:
+                r["message"] = crash_report(r)
+    rows += unreported(cases, {name for name, _ in rows})
     if not rows:
-        print(f"error: no test ran (no results in {results_dir})")
+        print(f"error: no test ran (no results in {args.results})")
         return 1
-    brief = len(rows) > 60
+    brief = args.mode == "maintainer"
     shown = [(name, r) for name, r in rows if not brief or not as_it_should_be(r)]
     width = max([len(name) for name, _ in shown] + [8])
+    mark_w = max([len(MARK.get(r["status"], r["status"])) for _, r in shown] + [6])
     if shown:
-        print(f"\n{'test':<{width}}  {'result':<6}  what")
+        print(f"\n{'test':<{width}}  {'result':<{mark_w}}  what")
+    said = set()   # a chapter that did not build: its compiler error once, not on every row
     for name, r in shown:
-        print(f"{name:<{width}}  {MARK.get(r['status'], r['status']):<6}  {r['title']}")
-        if r["status"] in ("FAIL", "NOT DONE", "ERROR") and r["message"]:
-            for line in r["message"].rstrip().splitlines():
-                print(f"{'':<{width + 10}}{line.rstrip()}")
-    skips = sorted({r["message"] for _, r in rows if r["status"] == "SKIP"})
-    for reason in skips:
-        print(f"skipped: {reason}")
-    stubs = [r for _, r in rows if r.get("expected_to_fail")]
-    if stubs:   # make test: unsolved stubs are meant to fail
+        print(f"{name:<{width}}  {MARK.get(r['status'], r['status']):<{mark_w}}  {r['title']}")
+        if r["status"] == "NOT BUILT":
+            if r["message"] in said:
+                continue
+            said.add(r["message"])
+            logs = sorted(Path(args.results).resolve().parents[2].glob(
+                f"{r.get('backend', '*')}/{r.get('tree', 'chapters')}/lib{r['id'][:2]}_*.failed"))
+            whole = f": {logs[0].relative_to(Path.cwd()) if logs[0].is_relative_to(Path.cwd()) else logs[0]}" if logs else ""
+            r = dict(r, message=r["message"] + "\n(no test of this chapter runs until it "
+                                               "compiles; the compiler's whole output" + whole + ")")
+        for line in details(r, r["status"] in NOT_PASSING):
+            print(f"{'':<{width + mark_w + 4}}{line.rstrip()}")
+    if brief:
+        stubs = [r for _, r in rows if r.get("expected_to_fail")]
         wrong = sum(not as_it_should_be(r) for _, r in rows)
         passed = sum(r["status"] == "PASS" for _, r in rows)
         failing = sum(r["status"] in ("FAIL", "NOT DONE") for r in stubs)
         skipped = sum(r["status"] == "SKIP" for _, r in rows)
         print(f"\n{passed} pass, {failing} of {len(stubs)} unsolved stubs fail as they must, "
               f"{skipped} skip, {wrong} wrong")
-    else:
-        counts = {}
-        for _, r in rows:
-            counts[r["status"]] = counts.get(r["status"], 0) + 1
-        print("\n" + ", ".join(f"{n} {MARK.get(s, s)}" for s, n in sorted(counts.items())))
-    ex = [r for _, r in rows if r.get("exercise") and r.get("tree") == "chapters"]
-    if ex and not brief:
-        todo = sum(r["status"] == "NOT DONE" for r in ex)
-        print(f"exercises passing: {sum(r['status'] == 'PASS' for r in ex)} of {len(ex)}"
-              + (f" ({todo} not started: todo)" if todo else ""))
+        return 0
+    print()
+    for line in closing_line(rows):
+        print(line)
     if all(r["status"] == "SKIP" for _, r in rows):
-        print("error: every test was skipped, so nothing was checked (see the reason above)")
+        print("error: every test was skipped, so nothing was checked (see the reasons above)")
         return 1
-    return 0
+    return 0 if all(r["status"] in ("PASS", "SKIP") for _, r in rows) else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:3]))
+    sys.exit(main())

@@ -134,7 +134,7 @@ def test_vector_add(ctx):
     # INT_MAX. It needs a big GPU, so elsewhere it says why it did not run instead of failing.
     not_run = vector_add_int_max(ctx)
     if not_run:
-        print(f"note: 01.2 at n = INT_MAX not run here: {not_run}")
+        tut.note(f"01.2 at n = INT_MAX not run here: {not_run}")
 
 
 INT_MAX = 2**31 - 1
@@ -212,9 +212,8 @@ def _global_sectors(lib, kernel, run):
     try:
         run()
         if cd.cuemuProfileAvailable() != 1:
-            print(f"note: {kernel}'s coalescing is not checked: the emulator's memory-access "
-                  f"profile needs its clang build (this one has no load/store hooks)",
-                  file=sys.stderr)
+            tut.note(f"{kernel}'s coalescing is not checked: the emulator's memory-access "
+                     f"profile needs its clang build (this one has no load/store hooks)")
             return None
         rows = []
         for i in range(cd.cuemuProfileRows()):
@@ -332,7 +331,7 @@ def demo(lib):
         c_api(lib).launch_empty(1, 1, 1, 1025, 1, 1)
     except tut.CudaError as e:
         print(f"  CudaError {e.name}: raised from {e.where}\n  {e}")
-    print("\nNext: python3 driver.py --check, or make check")
+    print("\nNext: make check CH=01 (the tests of your exercises)")
 
 
 def bench(lib):

@@ -442,7 +442,7 @@ def demo(lib):
     except tut.CudaError as e:
         lib.clear_last_error()
         print(f"\ncudaMalloc of {2 * total} bytes: CudaError {e.name} at {e.where}")
-    print("\nNext: python3 driver.py --check, or make check")
+    print("\nNext: make check CH=02 (the tests of your exercises)")
 
 
 def bench(lib):

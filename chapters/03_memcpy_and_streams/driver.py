@@ -697,7 +697,7 @@ def demo(lib):
             print(f"  y[:4] = {y[:4]}, y[-1] = {y[-1]} (2 * x + 1)")
         except tut.ExerciseNotDone as e:
             print(f"  {e}")
-    print("\nNext: python3 driver.py --check, or make check; --bench for the bandwidths")
+    print("\nNext: make check CH=03 (the tests of your exercises); make run CH=03 ARGS=--bench for the bandwidths")
 
 
 def _size(nbytes):

@@ -460,7 +460,7 @@ def demo(lib):
     for version, what in MATMUL.items():
         got = matmul(lib, a, b, version)
         print(f"  v{version} {what:<36} {np.abs(got - want).max():.2e}")
-    print("\nNext: python3 driver.py --check, or make check; --bench for the figures")
+    print("\nNext: make check CH=04 (the tests of your exercises); make run CH=04 ARGS=--bench for the figures")
 
 
 def numpy_matmul_ms(a, b, reps):

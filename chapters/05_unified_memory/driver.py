@@ -579,7 +579,7 @@ def demo(lib):
                 print(f"after managed_scale_shift (0.5 x), which prefetched both ways: {m.array}")
         except tut.ExerciseNotDone as e:
             print(f"managed_scale_shift: {e}")
-    print("\nNext: python3 driver.py --check, or make check; --bench for the figures")
+    print("\nNext: make check CH=05 (the tests of your exercises); make run CH=05 ARGS=--bench for the figures")
 
 
 def _size(nbytes):

@@ -553,7 +553,7 @@ def demo(lib):
         except tut.CudaError as e2:
             print(f"  and the next call, cudaDeviceSynchronize, fails too: {e2.name} (sticky; the "
                   f"process must end)")
-    print("\nNext: python3 driver.py --check, or make check")
+    print("\nNext: make check CH=06 (the tests of your exercises)")
 
 
 def _bench_ms(lib, what, d_a, d_b, n, p1=0, p2=0, reps=20):

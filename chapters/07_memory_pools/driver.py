@@ -833,7 +833,7 @@ def demo(lib):
                   f"{'same block' if addrs[0] == addrs[1] else 'another block'}")
         pool.set_threshold(0)
         pool.trim(0)
-    print("\nNext: python3 driver.py --check, or make check")
+    print("\nNext: make check CH=07 (the tests of your exercises)")
 
 
 def _python_chain(lib, n, steps, reps, how):

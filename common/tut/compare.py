@@ -1,0 +1,81 @@
+# SPDX-License-Identifier: MIT
+"""Comparing results with a float64 reference, expecting errors, and inputs that catch bugs."""
+import numpy as np
+
+from .errors import POISON_BYTE, CudaError
+
+
+def _format_index(flat, shape):
+    if len(shape) > 1:
+        return str(tuple(int(v) for v in np.unravel_index(flat, shape)))
+    return f"[{flat}]"
+
+
+def _poison_value(dtype):
+    return np.frombuffer(bytes([POISON_BYTE]) * np.dtype(dtype).itemsize, dtype=dtype)[0]
+
+
+def assert_close(got, want, rtol=1e-5, atol=1e-6, name="result", show=5):
+    """got (any float dtype) against a float64 reference: |got - want| <= atol + rtol * |want|."""
+    got_arr = np.asarray(got)
+    if got_arr.shape != np.shape(want):
+        raise AssertionError(f"{name}: shape {got_arr.shape}, expected {np.shape(want)}")
+    g, w = got_arr.astype(np.float64), np.asarray(want, dtype=np.float64)
+    bad = ~(np.abs(g - w) <= atol + rtol * np.abs(w))  # NaN counts as bad
+    if bad.any():
+        _raise_mismatch(name, got_arr, w, bad, f"rtol={rtol}, atol={atol}", show)
+
+
+def assert_equal(got, want, name="result", show=5):
+    got_arr = np.asarray(got)
+    if got_arr.shape != np.shape(want):
+        raise AssertionError(f"{name}: shape {got_arr.shape}, expected {np.shape(want)}")
+    bad = got_arr != np.asarray(want)
+    if bad.any():
+        _raise_mismatch(name, got_arr, np.asarray(want), bad, "exact", show)
+
+
+def _raise_mismatch(name, got, want, bad, rule, show):
+    flat = np.flatnonzero(bad)
+    lines = [f"{name}: {flat.size} of {bad.size} elements wrong ({rule}); first ones:"]
+    poison = _poison_value(got.dtype) if got.dtype.kind in "fiu" else None
+    for i in flat[:show]:
+        g, w = got.flat[i], want.flat[i]
+        note = "   <- never written (still the poison value)" if (
+            poison is not None and np.array_equal(g, poison)) else ""
+        lines.append(f"  {_format_index(i, got.shape)}: got {g.item()!r}, want {w.item()!r}{note}")
+    raise AssertionError("\n".join(lines))
+
+
+def expect_raises(exc_type, fn, what):
+    """fn() must raise exc_type (a bad argument refused, a use after free...). Returns it."""
+    try:
+        fn()
+    except exc_type as e:
+        return e
+    raise AssertionError(f"{what}: no {exc_type.__name__} raised")
+
+
+def expect_cuda_error(lib, name, fn, what, clear=True):
+    """fn() must raise CudaError `name`, the real CUDA error. With clear=True the runtime's last
+    error is consumed afterwards, as a program that handled the error would do, so no later
+    launch check trips over it; clear=False leaves that to the code under test."""
+    e = expect_raises(CudaError, fn, f"{what} (want {name})")
+    if e.name != name:
+        raise AssertionError(f"{what}: got {e.name}, want {name}") from e
+    if clear:
+        lib.clear_last_error()
+    return e
+
+
+def random_f32(rng, *shape, scale=3.0, offset=0.5):
+    """Random float32 inputs, asymmetric and never all zero, so that a kernel that swaps two
+    operands or forgets an index gives a visibly wrong answer."""
+    return (rng.standard_normal(shape) * scale + offset).astype(np.float32)
+
+
+def poisoned(shape, dtype):
+    """A host array filled with the poison pattern, for outputs the C code must overwrite."""
+    out = np.empty(shape, dtype=dtype)
+    out.view(np.uint8)[...] = POISON_BYTE
+    return out
