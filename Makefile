@@ -199,6 +199,13 @@ check: cmake-present python ch-present $(CHECK_TARGETS) $(BUILD)/BACKEND ## your
 
 # CH=NN builds only that chapter (of the tree given): its tests are the only ones run.
 ch_build = $(if $(filter command line,$(origin CH)),$(if $(CH_DIR),$(BUILD)/$(B)/$(1)/lib$(notdir $(CH_DIR)).so $(BUILD)/BACKEND),all)
+watch: python ch-present ## rerun `make check` each time you save an exercise file (CH=05: one chapter; Ctrl-C stops)
+	@$(PY) tools/watch.py --make "$(MAKE)" $(if $(filter command line,$(origin CH)),--chapter $(firstword $(subst _, ,$(notdir $(CH_DIR)))))
+
+ID ?=
+hint: ## an exercise's hint: its TODO(student) and the lesson's "Stuck?" note (make hint ID=05.1)
+	@python3 tools/hint.py $(ID)
+
 check-solutions: cmake-present $(call ch_build,solutions) python ch-present ## the same tests on solutions/ (they must all pass)
 	@$(call ctest_run,solutions)
 
@@ -264,7 +271,7 @@ clean: ## remove build/
 help: ## this list
 	@echo "make [target] [BACKEND=gpu|cpu|auto] [CH=NN] [ARGS=...]   (BACKEND now resolves to $(B))"
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]*):.*## (.*)/  \1\t\2/' | expand -t 20
-	@echo "variables: BACKEND ARCH NVCC NVCCFLAGS PYTHON CH ARGS BUILD CTEST_ARGS MUTANTS_ARGS FORCE; classroom (docs/instructor.md): HIDDEN SUBMISSIONS JOBS TIMEOUT SEED HANDOUT CHECK"
+	@echo "variables: BACKEND ARCH NVCC NVCCFLAGS PYTHON CH ID ARGS BUILD CTEST_ARGS MUTANTS_ARGS FORCE V (V=1: show every command); classroom (docs/instructor.md): HIDDEN SUBMISSIONS JOBS TIMEOUT SEED HANDOUT CHECK"
 
 # --- lessons: figures, pictures, compute-sanitizer ------------------------------------------------
 figures: python ## fail if a lesson quotes a GPU figure that no recorded run (docs/figures/) has
@@ -293,5 +300,5 @@ cmake-present:
 include tools/classroom.mk
 
 FORCE:
-.PHONY: all python run bench check check-solutions test exercises exercises-check nvcc-compile \
+.PHONY: watch hint all python run bench check check-solutions test exercises exercises-check nvcc-compile \
 	nvcc-missing-note clean help nvcc-present cmake-present ch-present mutants FORCE

@@ -422,6 +422,13 @@ int main(int argc, char **argv)
         buf = (char *)realloc(buf, cap);
     }
     fclose(f);
+    /* A UTF-8 byte order mark (some Windows editors write one) is not C++: the compiler accepts
+       it only as a file's very first bytes, and the #line below would come before it. */
+    if (n >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB
+        && (unsigned char)buf[2] == 0xBF) {
+        memmove(buf, buf + 3, n - 3);
+        n -= 3;
+    }
     src = buf;
     classify();
 
