@@ -96,12 +96,12 @@ def crash_report(r):
                  and not line.startswith(("crash: ", "cuemu: ", "Extension modules:"))][:12]
     before = [line for line in (lines[:start] if start is not None else lines)
               if not line.startswith(("crash: ", "cuemu: "))][-5:]
-    for line in c_report:
+    stack = [line for line in stack if "/common/tut/" not in line]
+    msg = [line.replace(f"{REPO}/", "") for line in c_report + stack]
+    for line in msg:
         m = re.match(r"crash: at (\S+:\d+)", line)
         if m:
             r["todo"] = m.group(1)
-    stack = [line for line in stack if "/common/tut/" not in line]
-    msg = [line.replace(f"{REPO}/", "") for line in c_report + stack]
     if not msg:
         msg = ["the test's process died and left no report (killed from outside?)"]
     if before:
