@@ -202,6 +202,9 @@ ch_build = $(if $(filter command line,$(origin CH)),$(if $(CH_DIR),$(BUILD)/$(B)
 watch: python ch-present ## rerun `make check` each time you save an exercise file (CH=05: one chapter; Ctrl-C stops)
 	@$(PY) tools/watch.py --make "$(MAKE)" $(if $(filter command line,$(origin CH)),--chapter $(firstword $(subst _, ,$(notdir $(CH_DIR)))))
 
+check-bench: all python cmake-present ## maintainers: time make check CH=NN after a one-line edit, per chapter (target: under 3 s)
+	@$(TEST_ENV) $(PY) tools/check_bench.py --python $(PY_ABS)
+
 ID ?=
 hint: ## an exercise's hint: its TODO(student) and the lesson's "Stuck?" note (make hint ID=05.1)
 	@python3 tools/hint.py $(ID)
@@ -300,5 +303,5 @@ cmake-present:
 include tools/classroom.mk
 
 FORCE:
-.PHONY: watch hint all python run bench check check-solutions test exercises exercises-check nvcc-compile \
+.PHONY: watch hint check-bench all python run bench check check-solutions test exercises exercises-check nvcc-compile \
 	nvcc-missing-note clean help nvcc-present cmake-present ch-present mutants FORCE

@@ -19,33 +19,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BUILD = Path(os.environ.get("TUT_BUILD", REPO / "build"))
 TREE = BUILD / "check-tests" / "tree"
+sys.path.insert(0, str(REPO / "tools"))
+import scratch_tree  # noqa: E402
+
 CH01, CU01 = "01_threads_blocks_grids", "threads_blocks_grids.cu"
 CH05, CU05 = "05_unified_memory", "unified_memory.cu"
-
-
-def sources():
-    """The tree's files as git knows them (tracked, and new ones not ignored)."""
-    r = subprocess.run(["git", "-C", str(REPO), "ls-files", "-co", "--exclude-standard"],
-                       capture_output=True, text=True)
-    if r.returncode == 0 and r.stdout.strip():
-        return [Path(p) for p in r.stdout.splitlines() if (REPO / p).is_file()]
-    return [p.relative_to(REPO) for p in REPO.rglob("*") if p.is_file()
-            and not {"build", ".git"} & set(p.relative_to(REPO).parts)]
 
 
 class Check(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        shutil.rmtree(TREE, ignore_errors=True)
-        for rel in sources():
-            if rel.parts[0] == "docs":
-                continue
-            (TREE / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / rel, TREE / rel)
-        # the emulator and the common object, already built (dates kept: nothing rebuilds)
-        for part in ("emu", "cpu/common"):
-            if (BUILD / part).exists():
-                shutil.copytree(BUILD / part, TREE / "build" / part, symlinks=True)
+        scratch_tree.make_copy(TREE, BUILD)
         cls.python = sys.executable
 
     def setUp(self):
