@@ -255,7 +255,14 @@ static void tut_place(void *pc, int is_return, char *out, size_t n)
     char *disc = strstr(line, " (discriminator");
     if (disc) *disc = 0;
     if (!line[0] || line[0] == '?' || strstr(line, ":?") || strstr(line, ":0")) return;
-    snprintf(out, n, "%s", line);
+    /* relative to the working directory (make runs from the repository's root) */
+    char cwd[1024];
+    const char *shown = line;
+    if (getcwd(cwd, sizeof cwd)) {
+        size_t cl = strlen(cwd);
+        if (strncmp(line, cwd, cl) == 0 && line[cl] == '/') shown = line + cl + 1;
+    }
+    snprintf(out, n, "%s", shown);
 }
 
 static int tut_is_course_source(const char *place)
