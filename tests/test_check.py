@@ -47,7 +47,8 @@ class Check(unittest.TestCase):
     def check(self, *args, cwd=None):
         r = subprocess.run(["make", "--no-print-directory", "check", "BACKEND=cpu",
                             f"PYTHON={self.python}", *args], cwd=cwd or TREE,
-                           capture_output=True, text=True, timeout=600)
+                           capture_output=True, text=True, timeout=600,
+                           env=scratch_tree.make_env())
         return r.returncode, r.stdout + r.stderr
 
     def row(self, out, test_id):
@@ -79,6 +80,7 @@ class Check(unittest.TestCase):
         self.assertIn("exercises: 0 of 5 passing", out)
         self.assertNotIn(" pass ", self.row(out, "01.1"))
         self.assertNotIn("clang++", out)   # quiet: no command lines
+        self.assertNotIn("warning", out)
 
     def test_a_host_crash_is_a_counted_failure_with_its_line(self):
         text = self.solution(CH01, CU01).replace(

@@ -119,14 +119,14 @@ class Todo(unittest.TestCase):
     def setUp(self):
         self.tree = scratch("todo")
         shutil.copytree(REPO / "chapters" / CH, self.tree / "chapters" / CH)
-        self.saved, tut.REPO = tut.REPO, self.tree
+        self.saved, tut.paths.REPO = tut.paths.REPO, self.tree
         self.ch = tut.Chapter(1, CH)
         for i in range(1, 6):
             self.ch.exercise(i, f"exercise {i}")(self.failing)
         os.environ["TUT_TREE"] = "chapters"
 
     def tearDown(self):
-        tut.REPO = self.saved
+        tut.paths.REPO = self.saved
 
     @staticmethod
     def failing(ctx):

@@ -43,13 +43,14 @@ def main():
             (tree / "chapters" / ch / f.name).write_text(f.read_text())
         cmd = ["make", "--no-print-directory", "check", f"CH={ch[:2]}", "BACKEND=cpu",
                f"PYTHON={args.python}"]
-        subprocess.run(cmd, cwd=tree, capture_output=True)   # the first build is not timed
+        subprocess.run(cmd, cwd=tree, capture_output=True, env=scratch_tree.make_env())   # the first build is not timed
         times = []
         for i in range(args.reps):
             edited = tree / "chapters" / ch / files[0].name
             edited.write_text(edited.read_text() + f"// edit {i}\n")
             start = time.perf_counter()
-            r = subprocess.run(cmd, cwd=tree, capture_output=True, text=True)
+            r = subprocess.run(cmd, cwd=tree, capture_output=True, text=True,
+                               env=scratch_tree.make_env())
             times.append(time.perf_counter() - start)
             if r.returncode:
                 print(f"  {ch}: make check failed:\n{r.stdout[-2000:]}")

@@ -450,6 +450,8 @@ class Grader:
         if not why and jpath.exists():
             with _quiet():
                 result = json.loads(jpath.read_text())[0]
+            if result["status"] == "CRASH":   # the row written before the test: it died
+                result = None
         if result is None:
             entry["message"] = (f"{why or describe_exit(rc)}; the end of its output:\n"
                                 f"{tail(log, 1500)}")

@@ -2,6 +2,7 @@
 """A private copy of the course in which mistakes can be planted (tests/test_check.py) or edits
 timed (tools/check_bench.py) without touching the working files: the sources as git knows them,
 and this tree's emulator build with its dates kept, so only what is edited is compiled."""
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -31,3 +32,10 @@ def make_copy(dest, build):
         if (build / part).exists():
             shutil.copytree(build / part, dest / "build" / part, symlinks=True)
     return dest
+
+
+def make_env():
+    """The environment for a `make` started from Python: without the MAKEFLAGS of a make that
+    may be running this (its jobserver's file descriptors are not passed on, and make would run
+    one job at a time, saying so)."""
+    return {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}

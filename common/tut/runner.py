@@ -18,7 +18,8 @@ from . import capture
 from .errors import (EXIT_FAIL, EXIT_PASS, EXIT_SKIP, NO_GPU_ERRORS, CudaError, ExerciseNotDone,
                      LibraryError, NotBuilt, Skip)
 from .library import load_chapter
-from .paths import REPO, backend, tree
+from . import paths
+from .paths import backend, tree
 
 
 def under_sanitizer():
@@ -148,7 +149,7 @@ class Chapter:
         what tools/exercises.py generated (chapters/NN_x/.stubs.json), or None; all=True
         when every region of the exercise is untouched. Returns (where, all)."""
         ex_id = test.get("part_of") or test["id"]
-        chapter_dir = REPO / "chapters" / self.name
+        chapter_dir = paths.REPO / "chapters" / self.name
         try:
             regions = json.loads((chapter_dir / ".stubs.json").read_text())["exercises"][
                 ex_id]["regions"]
@@ -173,10 +174,10 @@ class Chapter:
         """file:line of `TODO(student) <id>` in the exercise sources, if still there."""
         # "01.2-int-max" is another test of exercise 01.2: its TODO is the exercise's
         pattern = re.compile(rf"TODO\(student\) {re.escape(test_id.split('-')[0])}\b")
-        for src in sorted((REPO / "chapters" / self.name).glob("*.cu")):
+        for src in sorted((paths.REPO / "chapters" / self.name).glob("*.cu")):
             for lineno, line in enumerate(src.read_text().splitlines(), 1):
                 if pattern.search(line):
-                    return f"{src.relative_to(REPO)}:{lineno}"
+                    return f"{src.relative_to(paths.REPO)}:{lineno}"
         return None
 
     def run_test(self, test, lib, seed, run_untouched=False, output=None):
@@ -195,7 +196,8 @@ class Chapter:
                                 part="none")
         ctx = Context(lib, seed, self)
         status, message = "PASS", ""
-        lib.diagnostic()   # what an earlier test left is not this one's
+        diagnostic = getattr(lib, "diagnostic", lambda: "")
+        diagnostic()   # what an earlier test left is not this one's
         _notes.clear()
         # The row gets the emulator's diagnoses (its buffer; a CudaError carries those of its
         # call, and one that a test expected goes with it): no second copy on stderr.
@@ -205,7 +207,7 @@ class Chapter:
         try:
             with capture.output_to(output):
                 status, message = self._call(test, ctx, lib)
-                diagnostics = lib.diagnostic()
+                diagnostics = diagnostic()
         finally:
             _running[0] = False
             if quiet is None:
