@@ -786,6 +786,61 @@ def test_bad_input(ctx):
                                   "cudaMallocFromPoolAsync on a destroyed stream")
 
 
+# ---- what the emulator catches, kept true by a test -----------------------------------------------
+def _forgotten_wait_child():
+    """Run in a child process by test_stream_race: what a pool that forgets 07.4's wait lets
+    happen. A block is held by a kernel on s1 and written at once on s2, with nothing ordering
+    the two (no event, no synchronisation). The emulator's stream-race detector reports it, and
+    the context is broken from then on (which is why this runs in a process of its own)."""
+    import json
+    lib = tut.load_chapter(CH.name)
+    result = {"error": None}
+    try:
+        with Stream(lib) as s1, Stream(lib) as s2, tut.DeviceBuffer(lib, 4096) as block, \
+                tut.DeviceBuffer(lib, 4) as count:
+            lib.memset(count.ptr, 0, 4)
+            lib.synchronize()
+            c_api(lib).hold_and_check(block.ptr, 1024, 0xA, 1000, count.ptr, s1.handle)
+            fill(lib, block.ptr.value, 4096, 0xB, s2)   # the bug: s2 does not wait for s1
+            s1.synchronize()
+            s2.synchronize()
+    except (tut.CudaError, ValueError) as e:
+        result["error"] = getattr(e, "name", type(e).__name__)
+    print("RESULT " + json.dumps(result), flush=True)
+    return 0
+
+
+@CH.check("stream-race", "the emulator reports two streams using one block with nothing "
+                         "ordering them")
+def test_stream_race(ctx):
+    """The lesson says the emulator's stream-race detector fails a 07.4 that forgets its wait:
+    this keeps it true. On a GPU the race is timing-dependent: 07.4's long kernel shows it."""
+    import json
+    import os
+    import subprocess
+    if ctx.backend != "cpu":
+        raise tut.Skip("on a GPU the race depends on timing (07.4's long kernel exposes it); "
+                       "the emulator's report of it is what this checks")
+    code = "import sys, driver; sys.exit(driver._forgotten_wait_child())"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=Path(__file__).resolve().parent,
+                          env=dict(os.environ, TUT_TREE=tut.tree(), TUT_BACKEND=tut.backend()))
+    result = next((json.loads(line[7:]) for line in proc.stdout.splitlines()
+                   if line.startswith("RESULT ")), None)
+    if result is None:
+        raise AssertionError(f"the child exited with {proc.returncode}:\n"
+                             f"{(proc.stdout + proc.stderr)[-2000:]}")
+    report = proc.stderr
+    if not ("stream race" in report and "hold_and_check_kernel" in report
+            and "fill_u32_kernel" in report):
+        raise AssertionError(f"the emulator did not report the race between s1's "
+                             f"hold_and_check_kernel and s2's fill_u32_kernel on one block; "
+                             f"its stderr:\n{report[-1500:]}")
+    if result["error"] is None:
+        raise AssertionError("after the reported race the calls went on succeeding: the "
+                             "emulator should fail the calls that follow it")
+
+
 # ---- demo and benchmark -----------------------------------------------------------------------
 def demo(lib):
     print("tpool, the pool you write (memory_pools.cu):")
