@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: MIT
 """Chapter 05 unified_memory: managed memory, prefetches, advice, and NumPy views with no copy.
 
-    python3 driver.py            the lesson's demo: one pointer on both sides, what CUDA says of it
-    python3 driver.py --check    the tests (make check runs each exercise on its own)
-    python3 driver.py --bench    faults against prefetches (1 GiB), managed against cudaMalloc,
-                                 read-mostly and the other advice, GB/s against size
+From the repository's root (make run uses the exercise tree; TUT_TREE=solutions the solutions):
+    make run CH=05                the lesson's demo: one pointer on both sides, what CUDA says of it
+    make run CH=05 ARGS=--check   the tests (make check runs each exercise on its own)
+    make run CH=05 ARGS=--bench   faults against prefetches (1 GiB), managed against cudaMalloc,
+                                  read-mostly and the other advice, GB/s against size,
+                                  oversubscription behind cudaMalloc ballast
+    build/venv/bin/python chapters/05_unified_memory/driver.py [--check | --bench]   the same
 """
 import ctypes
 import functools
@@ -635,7 +638,7 @@ def demo(lib):
                 print(f"after managed_scale_shift (0.5 x), which prefetched both ways: {m.array}")
         except tut.ExerciseNotDone as e:
             print(f"managed_scale_shift: {e}")
-    print("\nNext: python3 driver.py --check, or make check; --bench for the figures")
+    print("\nNext: make run CH=05 ARGS=--check (or make check); ARGS=--bench for the figures")
 
 
 def _size(nbytes):
@@ -690,8 +693,9 @@ def bench(lib):
     b.row(f"GPU first touch by page faults, {_size(top)}", fault, "GB/s")
     b.row(f"prefetch, then the kernel, {_size(top)}", pref, "GB/s")
     b.figure(f"prefetch+kernel vs fault-driven first touch at {_size(top)}", pref / fault, "x", 1)
-    print(f"  host reads after a kernel at {_size(top)}: faults {table[(top, 'host faults')]:.2f}"
-          f" GB/s, prefetch back {table[(top, 'prefetch to host')]:.2f} GB/s")
+    b.row(f"host reads after a kernel, by faults, {_size(top)}", table[(top, "host faults")],
+          "GB/s")
+    b.row(f"prefetch back to the host, {_size(top)}", table[(top, "prefetch to host")], "GB/s")
 
     # Resident managed memory against cudaMalloc: the same kernel, read + write in place.
     with tut.ManagedArray(lib, top // 4) as m, tut.DeviceBuffer(lib, top) as d_buf:

@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: MIT
 """Chapter 06 alignment: drive the kernels from Python and check them against NumPy.
 
-    python3 driver.py            the lesson's demo: alignments, a pitched image, a NumPy view,
-                                 and last (it ruins the process's CUDA context) a misaligned float4
-    python3 driver.py --check    the tests (make check runs each exercise on its own)
-    python3 driver.py --bench    the stride and offset sweeps side by side, the vectorised copy
-                                 at every offset 0..15, AoS vs SoA and pitched vs contiguous, each
-                                 next to a device-to-device cudaMemcpy measured in the same run
-    python3 driver.py --bench --svg PATH
-                                 the same, and the sweeps drawn as an SVG plot (sweep_svg.py)
+From the repository's root (make run uses the exercise tree; TUT_TREE=solutions the solutions):
+    make run CH=06                the lesson's demo: alignments, a pitched image, a NumPy view,
+                                  and last (it ruins the process's CUDA context) a misaligned float4
+    make run CH=06 ARGS=--check   the tests (make check runs each exercise on its own)
+    make run CH=06 ARGS=--bench   the stride and offset sweeps side by side, the vectorised copy
+                                  at every offset 0..15, AoS vs SoA and pitched vs contiguous, each
+                                  next to a device-to-device cudaMemcpy measured in the same run
+    make run CH=06 ARGS="--bench --svg chapters/06_alignment/sweep.svg"
+                                  the same, and the sweeps drawn as an SVG plot (sweep_svg.py)
+    build/venv/bin/python chapters/06_alignment/driver.py [--check | --bench]   the same
 """
 import ctypes
 import functools
@@ -552,7 +554,7 @@ def demo(lib):
         except tut.CudaError as e2:
             print(f"  and the next call, cudaDeviceSynchronize, fails too: {e2.name} (sticky; the "
                   f"process must end)")
-    print("\nNext: python3 driver.py --check, or make check")
+    print("\nNext: make run CH=06 ARGS=--check (or make check)")
 
 
 def _bench_ms(lib, what, d_a, d_b, n, p1=0, p2=0, reps=20):
