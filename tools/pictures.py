@@ -5,8 +5,10 @@
     python3 tools/pictures.py --check    exit 1 if a committed picture is not what the script draws
 
 Pictures that show data read it from the record (docs/figures/*.json), never from numbers
-written here: the memory hierarchy's bandwidths, and chapter 03's stream timeline (from the
-event timestamps `--bench` writes to build/figures/03_timeline.json on a GPU).
+written here: the memory hierarchy's and managed memory's bandwidths, chapter 03's stream
+timeline (from the event timestamps `--bench` writes to build/figures/03_timeline.json on a
+GPU), and chapter 07's arena (from what the demo's tpool did, build/figures/07_arena.json, on
+the solutions, any backend).
 """
 import argparse
 import json
@@ -258,9 +260,174 @@ def timeline(data):
     return s
 
 
+# ---- 05: page faults, a prefetch, and oversubscription ------------------------------------------
+def managed_migration():
+    fault = recorded("05", "GPU first touch by page faults, 1 GiB", "GB/s")
+    pref = recorded("05", "prefetch, then the kernel, 1 GiB", "GB/s")
+    fits = recorded("05", "sweep of 1 GiB managed", "GB/s")
+    over = recorded("05", "sweep of 4 GiB, 2x", "GB/s")
+    mapped = recorded("05", "the same 2x, preferred location host", "GB/s")
+    s = Svg(900, 380)
+    s.text(450, 22, "Managed memory: who moves the pages, and when (H200 figures from the "
+                    "record)", 14, weight="bold")
+    panels = [("on demand: page faults", PALETTE[2]), ("cudaMemPrefetchAsync", PALETTE[4]),
+              ("oversubscribed: evict, fault again", PALETTE[1])]
+    for k, (title, color) in enumerate(panels):
+        ox = 20 + k * 295
+        s.rect(ox, 40, 280, 290, fill="#fafafa", rx=6)
+        s.text(ox + 140, 60, title, 12, weight="bold")
+        s.text(ox + 14, 84, "host memory", 10, anchor="start")
+        s.text(ox + 14, 214, "device memory" + (" (full: ballast + 2 GiB)" if k == 2 else ""),
+               10, anchor="start")
+        for i in range(8):
+            x = ox + 14 + i * 32
+            on_dev = {0: i in (0, 1, 2), 1: True, 2: i < 5}[k]
+            s.rect(x, 92, 28, 28, fill="#ddd" if on_dev else color, opacity=0.8)
+            s.rect(x, 222, 28, 28, fill=color if on_dev else "#fff", opacity=0.8,
+                   stroke="#333" if k != 2 or i < 5 else "#bbb")
+            s.text(x + 14, 111, f"p{i}", 9)
+        if k == 0:
+            for i in (0, 1, 2):
+                s.line(ox + 28 + i * 32, 122, ox + 28 + i * 32, 218, stroke=color, arrow=True)
+            s.text(ox + 110, 150, "a warp touches p3: fault;", 10, anchor="start")
+            s.text(ox + 110, 164, "the driver migrates a", 10, anchor="start")
+            s.text(ox + 110, 178, "batch; the warp replays", 10, anchor="start")
+            s.text(ox + 140, 280, f"first touch, 1 GiB: {fmt(fault, 'GB/s')}", 11,
+                   weight="bold")
+            s.text(ox + 140, 298, "batch after batch, each a round trip", 10)
+        elif k == 1:
+            s.line(ox + 120, 124, ox + 120, 218, stroke=color, sw=6, arrow=True)
+            s.text(ox + 136, 160, "every page, one bulk", 10, anchor="start")
+            s.text(ox + 136, 174, "move, in stream order", 10, anchor="start")
+            s.text(ox + 140, 280, f"prefetch + kernel, 1 GiB: {fmt(pref, 'GB/s')}", 11,
+                   weight="bold")
+            s.text(ox + 140, 298, "then the kernel runs on resident pages", 10)
+        else:
+            s.line(ox + 28 + 5 * 32, 122, ox + 28 + 5 * 32, 218, stroke=color, arrow=True)
+            s.line(ox + 28 + 0 * 32, 218, ox + 28 + 0 * 32, 124, stroke="#777", arrow=True)
+            s.text(ox + 108, 150, "to bring p5 in, p0 goes", 10)
+            s.text(ox + 108, 164, "out; the next sweep", 10)
+            s.text(ox + 108, 178, "needs p0 first", 10)
+            s.text(ox + 140, 280, f"4 GiB against 2 GiB free: {fmt(over, 'GB/s')}", 11,
+                   weight="bold")
+            s.text(ox + 140, 298, f"(fits: {fmt(fits, 'GB/s')}; host-mapped: "
+                                  f"{fmt(mapped, 'GB/s')})", 10)
+    s.text(450, 356, "Correct either way; the difference is speed. Prefetch what a kernel will "
+                     "use, and keep the working set below the free device memory.", 11)
+    return s
+
+
+# ---- 06: a pitched 2D array ---------------------------------------------------------------------
+def pitch():
+    s = Svg(860, 300)
+    s.text(430, 22, "cudaMallocPitch(&d, &pitch, 4004, 4): rows of 1001 floats, each padded to "
+                    "pitch = 4096 bytes", 13, weight="bold")
+    ox, scale = 60, 700 / 4096
+    for r in range(4):
+        y = 50 + r * 40
+        s.text(ox - 8, y + 20, f"row {r}", 11, anchor="end")
+        s.rect(ox, y, 4004 * scale, 28, fill=PALETTE[0], opacity=0.35)
+        s.rect(ox + 4004 * scale, y, 92 * scale, 28, fill="#ccc")
+        s.text(ox + 4004 * scale / 2, y + 19, f"(char *)d + {r} * pitch: 1001 floats "
+                                               f"(4004 bytes)", 10)
+    s.text(ox + 4004 * scale + 46 * scale, 44, "pad: 92 B", 10)
+    s.line(ox, 226, ox + 700, 226, arrow=True)
+    s.text(ox + 350, 242, "pitch: 4096 bytes (a multiple of 512 on the H200, from the "
+                          "lesson's run; the emulator does the same)", 10)
+    s.text(430, 268, "element (r, c): ((float *)((char *)d + r * pitch))[c]. Stepping rows by "
+                     "the width (4004) reads row 0's padding as row 1.", 11)
+    s.text(430, 286, "cudaMemcpy2D(dst, dpitch, src, spitch, 4004, 4, kind) copies the 4004 "
+                     "bytes of each row between two pitches.", 11)
+    return s
+
+
+# ---- 06: the vectorised copy's head, body and tail ----------------------------------------------
+def vec4():
+    """What copy_vec4_kernel (06.3) does with n = 75 floats starting 3 floats past a 128-byte
+    boundary: head = floats to the next 128-byte boundary, the body as float4, the tail. The
+    arithmetic is the solution's (solutions/06_alignment/alignment.cu)."""
+    lead, n = 3, 75
+    head = min(((128 - (4 * lead) % 128) % 128) // 4, n)
+    n4 = (n - head) // 4
+    tail = n - head - 4 * n4
+    s = Svg(900, 250)
+    s.text(450, 22, f"copy_vec4_kernel on n = {n} floats, src {4 * lead} bytes past a 128-byte "
+                    f"boundary: head {head}, body {n4} float4, tail {tail}", 13, weight="bold")
+    ox, w = 30, 840 / (n + lead)
+    for i in range(-lead, n):
+        x = ox + (i + lead) * w
+        if i < 0:
+            fill, op = "#eee", 1.0
+        elif i < head:
+            fill, op = PALETTE[1], 0.8
+        elif i < head + 4 * n4:
+            fill, op = PALETTE[0], 0.5 + 0.3 * (((i - head) // 4) % 2)
+        else:
+            fill, op = PALETTE[2], 0.8
+        s.rect(x, 60, w, 34, fill=fill, opacity=op, stroke="#fff", sw=0.5)
+    for b in range(0, n + lead + 1, 32):   # 128-byte boundaries of the address space
+        x = ox + b * w
+        s.line(x, 50, x, 104, stroke="#333", sw=2)
+        s.text(x, 118, f"{4 * b} B", 9)
+    s.text(ox + (lead + head / 2) * w, 140, f"head: {head} floats, one thread each", 10)
+    s.text(ox + (lead + head + 2 * n4) * w, 140, f"body: {n4} float4, 16-byte aligned", 10)
+    s.text(ox + (lead + n - tail / 2) * w, 156, f"tail: {tail}", 10)
+    s.text(450, 184, "Thread t copies head float t, then float4 t of the body (a grid-stride "
+                     "loop), then tail float t.", 11)
+    s.text(450, 202, "A warp's 32 float4 are 512 bytes: 4 whole 128-byte lines, when the body "
+                     "starts on a line, as the head makes it.", 11)
+    s.text(450, 220, "dst must sit at the same offset modulo 16 as src: the same head then "
+                     "aligns both, or no shift can.", 11)
+    s.text(450, 238, "Without the head, the first float4 load is misaligned: "
+                     "cudaErrorMisalignedAddress, on a GPU and on the emulator.", 11)
+    return s
+
+
+# ---- 07: tpool's arena and free lists, from the solutions' pool ----------------------------------
+def arena(data):
+    """data: docs/figures/07_arena.json, written by chapter 07's demo from its tpool."""
+    cap, top = data["capacity"], data["top"]
+    s = Svg(900, 330)
+    s.text(450, 22, f"tpool after {len(data['steps'])} steps: one cudaMalloc of {cap} bytes, "
+                    f"carved to offset {top}", 13, weight="bold")
+    ox, scale = 30, 840 / cap
+    cls = sorted({b["bytes"] for b in data["blocks"]})
+    color = {c: PALETTE[i % len(PALETTE)] for i, c in enumerate(cls)}
+    for j, b in enumerate(data["blocks"]):
+        x, w = ox + b["offset"] * scale, b["bytes"] * scale
+        s.rect(x, 60, w, 50, fill=color[b["bytes"]], opacity=0.85 if b["live"] else 0.15)
+        if b["live"]:
+            s.rect(x, 60, b["requested"] * scale, 8, fill="#333", stroke="none", opacity=0.6)
+        s.text(x + w / 2, 88, f"{b['bytes']}", 10)
+        s.text(x + w / 2, 102, "free" if not b["live"] else
+               ("reused" if b["reused"] else "live"), 9)
+        s.text(x, 124 + 10 * (j % 2), f"{b['offset']}", 8, anchor="start")   # staggered
+    s.rect(ox + top * scale, 60, (cap - top) * scale, 50, fill="#fff", stroke="#999")
+    s.text(ox + (top + cap) / 2 * scale, 90, "not carved yet", 10)
+    s.line(ox + top * scale, 44, ox + top * scale, 58, arrow=True)
+    s.text(ox + top * scale, 40, f"top = {top}", 10)
+    y = 160
+    s.text(ox, y, "free lists, one per size class (head first: the next block handed out):",
+           11, anchor="start", weight="bold")
+    for k, (c, offs) in enumerate(sorted(data["free_lists"].items(), key=lambda x: int(x[0]))):
+        yy = y + 22 + k * 26
+        s.rect(ox, yy - 13, 16, 16, fill=color[int(c)], opacity=0.85)
+        s.text(ox + 24, yy, f"class {c} bytes: head -> " + " -> ".join(f"block at {o}"
+                                                                     for o in offs) + " -> end",
+               11, anchor="start")
+    s.text(450, 262, f"live {data['live_bytes']} bytes for {data['requested']} asked (the dark "
+                     f"strip: what was asked): internal fragmentation", 11)
+    s.text(450, 280, f"{data['cached_bytes']} bytes free, but only for their own class: a "
+                     f"2048-byte request must carve at the top (external fragmentation)", 11)
+    s.text(450, 298, f"carved {data['carved']}, reused {data['reused']}: the 600-byte request "
+                     f"got the 1024-byte block freed last", 11)
+    return s
+
+
 PICTURES = {"hierarchy.svg": hierarchy, "memory-hierarchy.svg": memory,
             "matmul-tiles.svg": matmul, "reduction-tree.svg": reduction,
-            "banks-32x32-vs-32x33.svg": banks}
+            "banks-32x32-vs-32x33.svg": banks, "managed-migration.svg": managed_migration,
+            "pitch-padding.svg": pitch, "float4-head-body-tail.svg": vec4}
 
 
 def main(argv=None):
@@ -280,6 +447,14 @@ def main(argv=None):
         print(f"copied {tl} to {committed_tl.relative_to(REPO)}")
     if committed_tl.exists():
         out["stream-timeline.svg"] = timeline(json.loads(committed_tl.read_text())).render()
+    # Chapter 07's arena: what its demo's tpool did (host bookkeeping, the same on any backend)
+    arena_run = REPO / "build" / "figures" / "07_arena.json"
+    committed_arena = REPO / "docs" / "figures" / "07_arena.json"
+    if not args.check and arena_run.exists():
+        committed_arena.write_text(arena_run.read_text())
+        print(f"copied {arena_run.relative_to(REPO)} to {committed_arena.relative_to(REPO)}")
+    if committed_arena.exists():
+        out["tpool-arena.svg"] = arena(json.loads(committed_arena.read_text())).render()
     stale = []
     for name, text in out.items():
         path = OUT / name

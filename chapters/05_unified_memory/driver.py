@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: MIT
 """Chapter 05 unified_memory: managed memory, prefetches, advice, and NumPy views with no copy.
 
-    python3 driver.py            the lesson's demo: one pointer on both sides, what CUDA says of it
-    python3 driver.py --check    the tests (make check runs each exercise on its own)
-    python3 driver.py --bench    faults against prefetches (1 GiB), managed against cudaMalloc,
-                                 read-mostly and the other advice, GB/s against size
+From the repository's root (make run uses the exercise tree; TUT_TREE=solutions the solutions):
+    make run CH=05                the lesson's demo: one pointer on both sides, what CUDA says of it
+    make run CH=05 ARGS=--check   the tests (make check runs each exercise on its own)
+    make run CH=05 ARGS=--bench   faults against prefetches (1 GiB), managed against cudaMalloc,
+                                  read-mostly and the other advice, GB/s against size,
+                                  oversubscription behind cudaMalloc ballast
+    build/venv/bin/python chapters/05_unified_memory/driver.py [--check | --bench]   the same
 """
 import ctypes
 import functools
@@ -77,6 +80,10 @@ def c_api(lib):
         bench_lut=lib.bind("bench_lut", [P, I, P, P, Z, I, tut.c_float_p]),
         # int bench_host_owned(float *x, size_t n, int reps, float *times_ms)
         bench_host_owned=lib.bind("bench_host_owned", [P, Z, I, tut.c_float_p]),
+        # int bench_oversubscribe(size_t leave_free, size_t bytes, int mode, int reps,
+        #     float *times_ms, size_t *ballast_out)
+        bench_oversubscribe=lib.bind("bench_oversubscribe", [Z, Z, I, I, tut.c_float_p,
+                                                             tut.c_size_t_p]),
     )
 
 
@@ -560,6 +567,58 @@ def test_bad_input(ctx):
                 "C: a next index past the pool")
 
 
+# ---- what the emulator catches, kept true by a test -----------------------------------------------
+def _early_read_child():
+    """Run in a child process by test_early_read: a kernel is launched on managed memory and the
+    host reads it before any synchronisation. On the emulator the read is reported and the
+    context is broken from then on (which is why this runs in a process of its own)."""
+    import json
+    lib = tut.load_chapter(CH.name)
+    result = {"read": None, "next_call": "cudaSuccess"}
+    try:
+        with tut.ManagedArray(lib, 4099) as m:
+            m.array[:] = 1.0
+            c_api(lib).launch_scale_shift(m.address, m.array.size, 2.0, 0.0)
+            result["read"] = float(m.array[7])   # the bug: no synchronisation before this read
+            try:
+                lib.synchronize()
+            except tut.CudaError as e:
+                result["next_call"] = e.name
+    except (tut.CudaError, ValueError) as e:   # the teardown of a broken context
+        result.setdefault("teardown", str(e)[:200])
+    print("RESULT " + json.dumps(result), flush=True)
+    return 0
+
+
+@CH.check("early-read", "the emulator reports a host read of managed memory a queued kernel "
+                        "will write")
+def test_early_read(ctx):
+    """The lesson says the emulator catches a missing synchronisation before a host read: this
+    keeps it true. On a GPU the same read is a race (old, new or mixed values), nothing to test."""
+    import json
+    import subprocess
+    if ctx.backend != "cpu":
+        raise tut.Skip("on a GPU a read before the synchronisation is a race with no fixed "
+                       "outcome; the emulator's report of it is what this checks")
+    code = "import sys, driver; sys.exit(driver._early_read_child())"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=Path(__file__).resolve().parent,
+                          env=dict(os.environ, TUT_TREE=tut.tree(), TUT_BACKEND=tut.backend()))
+    result = next((json.loads(line[7:]) for line in proc.stdout.splitlines()
+                   if line.startswith("RESULT ")), None)
+    if result is None:
+        raise AssertionError(f"the child exited with {proc.returncode}:\n"
+                             f"{(proc.stdout + proc.stderr)[-2000:]}")
+    report = proc.stderr
+    if "host read of managed memory" not in report or "scale_shift_kernel" not in report:
+        raise AssertionError(f"the emulator did not report the host's early read of managed "
+                             f"memory that scale_shift_kernel will write (read {result['read']}); "
+                             f"its stderr:\n{report[-1500:]}")
+    if result["next_call"] == "cudaSuccess":
+        raise AssertionError("after the reported early read, cudaDeviceSynchronize succeeded: "
+                             "the emulator should fail the calls that follow it")
+
+
 # ---- demo and benchmark -----------------------------------------------------------------------
 def demo(lib):
     c = caps(lib)
@@ -634,8 +693,9 @@ def bench(lib):
     b.row(f"GPU first touch by page faults, {_size(top)}", fault, "GB/s")
     b.row(f"prefetch, then the kernel, {_size(top)}", pref, "GB/s")
     b.figure(f"prefetch+kernel vs fault-driven first touch at {_size(top)}", pref / fault, "x", 1)
-    print(f"  host reads after a kernel at {_size(top)}: faults {table[(top, 'host faults')]:.2f}"
-          f" GB/s, prefetch back {table[(top, 'prefetch to host')]:.2f} GB/s")
+    b.row(f"host reads after a kernel, by faults, {_size(top)}", table[(top, "host faults")],
+          "GB/s")
+    b.row(f"prefetch back to the host, {_size(top)}", table[(top, "prefetch to host")], "GB/s")
 
     # Resident managed memory against cudaMalloc: the same kernel, read + write in place.
     with tut.ManagedArray(lib, top // 4) as m, tut.DeviceBuffer(lib, top) as d_buf:
@@ -687,6 +747,52 @@ def bench(lib):
              step_ms["no advice"] / step_ms["preferred location host"], "x", 1)
     b.figure("host-written data, no advice / preferred location + accessed-by",
              step_ms["no advice"] / step_ms["+ accessed-by device"], "x", 1)
+
+    oversubscribe(lib, b, reps)
+
+
+OVER_MODES = ("faults", "host-mapped", "in passes")   # bench_oversubscribe's modes 0, 1, 2
+
+
+def oversubscribe(lib, b, reps):
+    """Managed memory larger than what the device has left, made safe: ballast (cudaMalloc)
+    leaves `left` bytes free, and the arrays stay at most 2 x left, far below the card's memory
+    (asking for more managed memory than the card has free can hang a GPU)."""
+    gpu, api = lib.backend == "gpu", c_api(lib)
+    left = 2 * GiB if gpu else 8 * MiB
+    reps = 3 if gpu else 1
+    print(f"  oversubscription: ballast leaves {_size(left)} of device memory free; sweeps of "
+          f"a managed array, read + write, GB/s of data"
+          + ("" if gpu else " (the emulator counts managed memory as device memory and "
+                            "cannot oversubscribe: every size is cut to fit, and the numbers "
+                            "mean nothing)"))
+
+    def sweep(nbytes, mode):
+        ballast = Z(0)
+        ms = tut.median_ms(lambda k, t: api.bench_oversubscribe(left, nbytes, mode, k, t,
+                                                                 ctypes.byref(ballast)), reps)
+        return _gbps(nbytes, ms)
+    fits, over = left // 2, 2 * left if gpu else left // 2
+    rates = {("fits", "faults"): sweep(fits, 0),
+             ("1.5x", "faults"): sweep(3 * left // 2 if gpu else fits, 0)}
+    for mode, label in enumerate(OVER_MODES):
+        rates[("2x", label)] = sweep(over, mode)
+    b.row(f"sweep of {_size(fits)} managed, half of the {_size(left)} left: resident after "
+          f"the first", rates[("fits", "faults")], "GB/s")
+    b.row(f"sweep of 1.5x the {_size(left)} left, no advice (evict, fault again)",
+          rates[("1.5x", "faults")], "GB/s")
+    b.row(f"sweep of {_size(over)}, 2x the {_size(left)} left, no advice",
+          rates[("2x", "faults")], "GB/s")
+    b.row("the same 2x, preferred location host + accessed-by device",
+          rates[("2x", "host-mapped")], "GB/s")
+    b.row("the same 2x, in passes of half the free memory (05.4)", rates[("2x", "in passes")],
+          "GB/s")
+    b.figure("oversubscribed 2x: in passes / faults",
+             rates[("2x", "in passes")] / rates[("2x", "faults")], "x", 1)
+    b.figure("oversubscribed 2x: host-mapped / faults",
+             rates[("2x", "host-mapped")] / rates[("2x", "faults")], "x", 1)
+    b.figure("resident (fits) / oversubscribed 2x with faults",
+             rates[("fits", "faults")] / rates[("2x", "faults")], "x", 0)
 
 
 def warm_up(lib):

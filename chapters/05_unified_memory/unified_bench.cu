@@ -168,3 +168,76 @@ cleanup:
     tut_timer_free(&t);
     return status;
 }
+
+/* Oversubscription, measured without risking the GPU: asking for more managed memory than the
+   card has free can hang it, so the device is made small instead. Ballast from cudaMalloc
+   (never evicted) takes all of the free device memory but `leave_free` bytes; then a managed
+   array of `bytes`, at most 8 x leave_free and less than half of what was free before the
+   ballast (so far below the card's memory and the host's), is swept by the scale kernel
+   (a = 1, b = 0: read and write every float once), `reps` times after a warm-up sweep, each
+   timed with events on the stream. What it shows: how the sweep's speed changes once the array
+   no longer fits in what is left.
+   mode 0  no advice: pages migrate on fault; once the device is full the driver must evict
+           pages (back to the host) to make room, which later faults fetch again
+   mode 1  preferred location host + accessed-by device: nothing migrates, the kernel reads and
+           writes host memory over the bus
+   mode 2  in passes (05.4's method): chunks of leave_free / 2 prefetched in, swept, prefetched
+           out, one after another on the stream
+   *ballast_out gets the ballast's size. Everything is freed on every path. */
+extern "C" int bench_oversubscribe(size_t leave_free, size_t bytes, int mode, int reps,
+                                   float *times_ms, size_t *ballast_out)
+{
+    int status = 0;
+    size_t free_b = 0, total_b = 0, n = bytes / sizeof(float), ballast = 0;
+    size_t chunk = leave_free / 2 / (64 << 10) * (64 << 10) / sizeof(float);
+    void *d_ballast = NULL;
+    float *m = NULL;
+    cudaStream_t stream = NULL;
+    tut_timer t = {0};
+
+    TUT_REQUIRE(mode >= 0 && mode <= 2 && reps >= 1 && n > 0 && chunk > 0);
+    TUT_REQUIRE(bytes <= 8 * leave_free);
+    *ballast_out = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    TUT_REQUIRE(leave_free < free_b && bytes < free_b / 2);
+    ballast = free_b - leave_free;
+    CUDA_CHECK(cudaMalloc(&d_ballast, ballast));
+    *ballast_out = ballast;
+    CUDA_CHECK(cudaMallocManaged(&m, bytes, cudaMemAttachGlobal));
+    for (size_t i = 0; i < n; i++)   /* the host writes it all: every page starts there */
+        m[i] = 1.0f;
+    if (mode == 1) {
+        CUDA_CHECK(cudaMemAdvise(m, bytes, cudaMemAdviseSetPreferredLocation, where(-1)));
+        CUDA_CHECK(cudaMemAdvise(m, bytes, cudaMemAdviseSetAccessedBy, where(0)));
+    }
+    CUDA_CHECK(cudaStreamCreate(&stream));
+    CUDA_CHECK(tut_timer_init(&t));
+    for (int i = -1; i < reps; i++) {   /* i = -1: the warm-up sweep, not timed */
+        CUDA_CHECK(tut_timer_start(&t, stream));
+        if (mode == 2) {
+            for (size_t first = 0; first < n; first += chunk) {
+                size_t len = n - first < chunk ? n - first : chunk;
+                CUDA_CHECK(cudaMemPrefetchAsync(m + first, len * sizeof(float), where(0), 0,
+                                                stream));
+                bench_scale_kernel<<<bench_grid(len), 256, 0, stream>>>(m + first, len, 1.0f,
+                                                                        0.0f);
+                CUDA_CHECK_LAUNCH();
+                CUDA_CHECK(cudaMemPrefetchAsync(m + first, len * sizeof(float), where(-1), 0,
+                                                stream));
+            }
+        } else {
+            bench_scale_kernel<<<bench_grid(n), 256, 0, stream>>>(m, n, 1.0f, 0.0f);
+            CUDA_CHECK_LAUNCH();
+        }
+        CUDA_CHECK(tut_timer_lap(&t, i, times_ms));
+    }
+cleanup:
+    if (stream != NULL) {
+        cudaStreamSynchronize(stream);
+        cudaStreamDestroy(stream);
+    }
+    tut_timer_free(&t);
+    cudaFree(m);
+    cudaFree(d_ballast);
+    return status;
+}

@@ -146,6 +146,29 @@ __global__ void soa_drift_kernel(ParticlesSoA p, float dt, int n)
     // TODO(student) 06.4: guard i, then x += vx * dt, y += vy * dt, z += vz * dt (~5 lines)
 }
 
+/* AoS to SoA staged through shared memory ("corner turning", the lesson's Concepts): the
+   block's particles are read as consecutive words, thread t loading words t, t + 256, ... so that
+   every warp reads whole sectors; then each thread takes its own particle's 8 fields out of
+   shared memory and writes them to the 8 planes (plane f at planes + f * n), coalesced. A row of
+   shared memory is 9 words, not 8: thread t reads word 9 t + f, and 9 is odd, so the 32 threads
+   of a warp hit 32 different banks (with 8 they would hit 4 banks, 8 threads each). Given, not
+   an exercise: --bench sets it against aos_to_soa_kernel (the lesson says what it measured). */
+#define STAGE_THREADS 256
+__global__ void aos_to_soa_staged_kernel(const float *__restrict__ aos, float *__restrict__ planes,
+                                         int n)
+{
+    __shared__ float s[STAGE_THREADS * 9];
+    long long first = (long long)blockIdx.x * STAGE_THREADS;   /* the block's first particle */
+    int count = n - first < STAGE_THREADS ? (int)(n - first) : STAGE_THREADS;
+    const float *src = aos + first * 8;
+    for (int w = threadIdx.x; w < count * 8; w += STAGE_THREADS)
+        s[(w / 8) * 9 + w % 8] = src[w];
+    __syncthreads();
+    if (threadIdx.x < count)
+        for (int f = 0; f < 8; f++)
+            planes[(size_t)f * n + first + threadIdx.x] = s[threadIdx.x * 9 + f];
+}
+
 /* d[i] = i % 8191 + 0.5: non-zero inputs for the benchmark, made on the device (gigabytes of
    random numbers would take the host longer than the whole measurement). */
 __global__ void fill_pattern_kernel(float *d, long long n)
@@ -356,6 +379,21 @@ cleanup:
     return status;
 }
 
+/* AoS in (d_aos, n particles), SoA out (d_soa: 8 arrays of n floats), by the staged kernel:
+   the lesson's check that it converts exactly what aos_to_soa_kernel does. */
+extern "C" int particles_to_soa_staged(const void *d_aos, float *d_soa, int n)
+{
+    int status = 0;
+    if (n == 0)
+        return 0;
+    aos_to_soa_staged_kernel<<<TUT_DIV_UP(n, STAGE_THREADS), STAGE_THREADS>>>(
+        (const float *)d_aos, d_soa, n);
+    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK(cudaDeviceSynchronize());
+cleanup:
+    return status;
+}
+
 /* AoS in (d_aos, n particles), SoA out (d_soa: 8 arrays of n floats), then one SoA drift. */
 extern "C" int particles_to_soa_and_drift(const void *d_aos, float *d_soa, int n, float dt)
 {
@@ -400,14 +438,16 @@ cleanup:
    what: 1 strided copy (a = in, b = out, n, p1 = stride, p2 = offset)
          2 vectorised copy (a + p1 floats -> b + p1 floats, n floats)
          3 AoS drift (a = particles, n)      4 SoA drift (a = 8 arrays of n floats)
-         5 pitched kernel (a = image, n = height, p1 = pitch in bytes, p2 = width) */
+         5 pitched kernel (a = image, n = height, p1 = pitch in bytes, p2 = width)
+         6 AoS to SoA, aos_to_soa_kernel (a = particles, b = 8 arrays of n floats)
+         7 AoS to SoA, staged through shared memory (the same arguments) */
 extern "C" int bench_kernel(int what, void *d_a, void *d_b, long long n, long long p1,
                             long long p2, int reps, float *times_ms)
 {
     int status = 0;
     tut_timer t = {0};
     int grid = (int)TUT_DIV_UP(n, 256);
-    TUT_REQUIRE(what >= 1 && what <= 5 && n > 0 && n < (1LL << 31));
+    TUT_REQUIRE(what >= 1 && what <= 7 && n > 0 && n < (1LL << 31));
     CUDA_CHECK(tut_timer_init(&t));
     for (int i = -1; i < reps; i++) {   /* i = -1: the warm-up, not timed */
         CUDA_CHECK(tut_timer_start(&t, 0));
@@ -420,6 +460,12 @@ extern "C" int bench_kernel(int what, void *d_a, void *d_b, long long n, long lo
             aos_drift_kernel<<<grid, 256>>>((Particle *)d_a, 1e-3f, (int)n);
         } else if (what == 4) {
             soa_drift_kernel<<<grid, 256>>>(soa_views((float *)d_a, (int)n), 1e-3f, (int)n);
+        } else if (what == 6) {
+            aos_to_soa_kernel<<<grid, 256>>>((const Particle *)d_a,
+                                             soa_views((float *)d_b, (int)n), (int)n);
+        } else if (what == 7) {
+            aos_to_soa_staged_kernel<<<(int)TUT_DIV_UP(n, STAGE_THREADS), STAGE_THREADS>>>(
+                (const float *)d_a, (float *)d_b, (int)n);
         } else {
             scale_rows_pitched_kernel<<<dim3(TUT_DIV_UP(p2, 32), TUT_DIV_UP(n, 8)),
                                         dim3(32, 8)>>>((float *)d_a, (size_t)p1, (int)p2,

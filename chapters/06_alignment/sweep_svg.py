@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Draws chapter 06's bench numbers as an SVG, with the Python standard library only.
 
-    python3 driver.py --bench --svg sweep.svg      the bench calls write_svg() itself
-    python3 sweep_svg.py numbers.json sweep.svg    or from numbers saved as JSON:
+    make run CH=06 ARGS="--bench --svg chapters/06_alignment/sweep.svg"   the bench calls write_svg()
+    python3 chapters/06_alignment/sweep_svg.py numbers.json sweep.svg      or from numbers saved as JSON:
         {"title": "...", "stride": [[k, share], ...], "offset": [[k, share], ...],
          "copy": [[offset, ratio], ...]}
 

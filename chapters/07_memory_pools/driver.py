@@ -2,9 +2,11 @@
 """Chapter 07 memory_pools: a pool you write in C, CUDA's stream-ordered pools, and a caching
 allocator in Python, so that a loop of temporary buffers stops calling cudaMalloc.
 
-    python3 driver.py            the lesson's demo: statistics, thresholds, reuse across streams
-    python3 driver.py --check    the tests (make check runs each exercise on its own)
-    python3 driver.py --bench    alloc + free cost per pair; a chain of kernels with temporaries
+From the repository's root (make run uses the exercise tree; TUT_TREE=solutions the solutions):
+    make run CH=07                the lesson's demo: statistics, thresholds, reuse across streams
+    make run CH=07 ARGS=--check   the tests (make check runs each exercise on its own)
+    make run CH=07 ARGS=--bench   alloc + free cost per pair; a chain of kernels with temporaries
+    build/venv/bin/python chapters/07_memory_pools/driver.py [--check | --bench]   the same
 """
 import ctypes
 import functools
@@ -786,7 +788,110 @@ def test_bad_input(ctx):
                                   "cudaMallocFromPoolAsync on a destroyed stream")
 
 
+# ---- what the emulator catches, kept true by a test -----------------------------------------------
+def _forgotten_wait_child():
+    """Run in a child process by test_stream_race: what a pool that forgets 07.4's wait lets
+    happen. A block is held by a kernel on s1 and written at once on s2, with nothing ordering
+    the two (no event, no synchronisation). The emulator's stream-race detector reports it, and
+    the context is broken from then on (which is why this runs in a process of its own)."""
+    import json
+    lib = tut.load_chapter(CH.name)
+    result = {"error": None}
+    try:
+        with Stream(lib) as s1, Stream(lib) as s2, tut.DeviceBuffer(lib, 4096) as block, \
+                tut.DeviceBuffer(lib, 4) as count:
+            lib.memset(count.ptr, 0, 4)
+            lib.synchronize()
+            c_api(lib).hold_and_check(block.ptr, 1024, 0xA, 1000, count.ptr, s1.handle)
+            fill(lib, block.ptr.value, 4096, 0xB, s2)   # the bug: s2 does not wait for s1
+            s1.synchronize()
+            s2.synchronize()
+    except (tut.CudaError, ValueError) as e:
+        result["error"] = getattr(e, "name", type(e).__name__)
+    print("RESULT " + json.dumps(result), flush=True)
+    return 0
+
+
+@CH.check("stream-race", "the emulator reports two streams using one block with nothing "
+                         "ordering them")
+def test_stream_race(ctx):
+    """The lesson says the emulator's stream-race detector fails a 07.4 that forgets its wait:
+    this keeps it true. On a GPU the race is timing-dependent: 07.4's long kernel shows it."""
+    import json
+    import os
+    import subprocess
+    if ctx.backend != "cpu":
+        raise tut.Skip("on a GPU the race depends on timing (07.4's long kernel exposes it); "
+                       "the emulator's report of it is what this checks")
+    code = "import sys, driver; sys.exit(driver._forgotten_wait_child())"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, cwd=Path(__file__).resolve().parent,
+                          env=dict(os.environ, TUT_TREE=tut.tree(), TUT_BACKEND=tut.backend()))
+    result = next((json.loads(line[7:]) for line in proc.stdout.splitlines()
+                   if line.startswith("RESULT ")), None)
+    if result is None:
+        raise AssertionError(f"the child exited with {proc.returncode}:\n"
+                             f"{(proc.stdout + proc.stderr)[-2000:]}")
+    report = proc.stderr
+    if not ("stream race" in report and "hold_and_check_kernel" in report
+            and "fill_u32_kernel" in report):
+        raise AssertionError(f"the emulator did not report the race between s1's "
+                             f"hold_and_check_kernel and s2's fill_u32_kernel on one block; "
+                             f"its stderr:\n{report[-1500:]}")
+    if result["error"] is None:
+        raise AssertionError("after the reported race the calls went on succeeding: the "
+                             "emulator should fail the calls that follow it")
+
+
 # ---- demo and benchmark -----------------------------------------------------------------------
+# The arena the lesson's picture shows (docs/img/tpool-arena.svg): these steps, run on the
+# solutions' tpool by the demo, which writes what the pool did to build/figures/07_arena.json;
+# `make pictures` commits a copy as docs/figures/07_arena.json and draws from it. ("free", k)
+# frees the k-th allocation.
+ARENA_STEPS = (("alloc", 100), ("alloc", 1000), ("alloc", 3000), ("alloc", 1000), ("alloc", 300),
+               ("alloc", 200), ("alloc", 700), ("free", 1), ("free", 5), ("free", 3),
+               ("alloc", 600))
+
+
+def arena_snapshot(lib, path=None):
+    """Runs ARENA_STEPS on a fresh 16 KiB tpool and returns (and, with path, writes as JSON) its
+    blocks: offsets and statistics from the pool itself, the free lists in the order tpool
+    hands them out (last freed first)."""
+    import json
+    with TPool(lib, 16 * KiB) as pool:
+        blocks, free_lists, allocs = [], {}, []   # allocs: the k-th allocation's block
+        for op, arg in ARENA_STEPS:
+            if op == "alloc":
+                addr = pool.alloc(arg)
+                off = addr - pool.stats().base
+                reused = [b for b in blocks if b["offset"] == off]
+                for b in reused:            # a block handed out again
+                    free_lists[b["bytes"]].remove(off)
+                    b.update(requested=arg, live=True, reused=True)
+                if not reused:
+                    blocks.append({"offset": off, "bytes": class_bytes(arg), "requested": arg,
+                                   "live": True, "reused": False})
+                allocs.append(reused[0] if reused else blocks[-1])
+            else:
+                b = allocs[arg]
+                pool.free(pool.stats().base + b["offset"])
+                b["live"] = False
+                free_lists.setdefault(b["bytes"], []).insert(0, b["offset"])
+        s = pool.stats()
+        if s.cached_bytes != sum(b["bytes"] for b in blocks if not b["live"]):
+            raise AssertionError("the pool's cached_bytes do not match its free blocks")
+        data = {"backend": lib.backend, "capacity": int(s.capacity), "top": int(s.arena_top),
+                "live_bytes": int(s.live_bytes), "requested": int(s.requested),
+                "cached_bytes": int(s.cached_bytes), "carved": int(s.carved),
+                "reused": int(s.reused), "steps": [list(x) for x in ARENA_STEPS],
+                "blocks": sorted(blocks, key=lambda b: b["offset"]),
+                "free_lists": {str(k): v for k, v in sorted(free_lists.items()) if v}}
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=1) + "\n")
+    return data
+
+
 def demo(lib):
     print("tpool, the pool you write (memory_pools.cu):")
     try:
@@ -806,6 +911,11 @@ def demo(lib):
                 pool.free(ptrs[1])
             except tut.LibraryError as e:
                 print(f"  freeing it twice: {e.name}")
+        if tut.tree() == "solutions":   # the lesson's picture is drawn from the solutions' pool
+            path = tut.build_dir() / "figures" / "07_arena.json"
+            a = arena_snapshot(lib, path)
+            print(f"  the picture's arena: {len(a['blocks'])} blocks carved to offset "
+                  f"{a['top']}, free lists {a['free_lists']} (written to {path})")
     except tut.ExerciseNotDone as e:
         print(f"  (not written yet: {e})")
     if not pools_supported(lib):

@@ -197,7 +197,11 @@ cleanup:
     return status;
 }
 
-/* Give unused reserve back to the driver until the pool holds at most `keep` bytes. */
+/* Asks the pool to give unused reserve back to the driver now. `keep` is a floor, not a
+   target: the pool keeps at least `keep` bytes, and releases only what it can safely: memory
+   that backs a live allocation stays (the driver reserves in chunks larger than the blocks, so
+   one live block can keep its whole chunk), and so may memory freed by a cudaFreeAsync that
+   the host has not yet seen complete. */
 extern "C" int mempool_trim(cudaMemPool_t pool, size_t keep)
 {
     int status = 0;
@@ -258,19 +262,24 @@ extern "C" int mempool_cross_stream(cudaMemPool_t pool, size_t bytes, cudaStream
     CUDA_CHECK(cudaMemsetAsync(d_count, 0, sizeof(unsigned), s1));   /* the kernel counts into it */
     CUDA_CHECK(cudaEventCreateWithFlags(&freed, cudaEventDisableTiming));
     CUDA_CHECK(cudaMallocFromPoolAsync(&a, bytes, pool, s1));
+    addrs[0] = (unsigned long long)(uintptr_t)a;
     hold_and_check_kernel<<<1, 256, 0, s1>>>((unsigned *)a, bytes / 4, 1u, spin, d_count);
     CUDA_CHECK_LAUNCH();
     CUDA_CHECK(cudaFreeAsync(a, s1));
+    a = NULL;   /* freed: a failed record or wait below leaks nothing */
     if (wait) {
         CUDA_CHECK(cudaEventRecord(freed, s1));
         CUDA_CHECK(cudaStreamWaitEvent(s2, freed, 0));
     }
     CUDA_CHECK(cudaMallocFromPoolAsync(&b, bytes, pool, s2));
-    addrs[0] = (unsigned long long)(uintptr_t)a;
     addrs[1] = (unsigned long long)(uintptr_t)b;
     CUDA_CHECK(cudaFreeAsync(b, s2));
     b = NULL;
 cleanup:
+    /* a block not freed yet (the launch or its cudaFreeAsync failed): freed on its own stream,
+       after the work queued there */
+    if (a != NULL)
+        cudaFreeAsync(a, s1);
     if (b != NULL)
         cudaFreeAsync(b, s2);
     cudaStreamSynchronize(s1);

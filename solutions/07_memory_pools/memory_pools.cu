@@ -2,8 +2,8 @@
 /*
  * 07 memory_pools: why allocation inside a loop is slow, and the pools that make it cheap.
  *
- * cudaMalloc and cudaFree are driver calls (which may change the GPU's page tables), and cudaFree
- * waits for the whole device first: tens of microseconds each. A pool asks the driver once and then
+ * cudaMalloc and cudaFree are driver calls (which may change the GPU's page tables, and cudaFree
+ * may synchronise the device): tens of microseconds each. A pool asks the driver once and then
  * hands out pieces of what it holds, with no driver call and no synchronisation. Two kinds here:
  * - tpool, the pool you write: one cudaMalloc, carved by a bump pointer (an arena) into blocks
  *   of power-of-two size classes, freed blocks kept on one free list per class and reused;
@@ -202,8 +202,11 @@ cleanup:
     return status;
 }
 
-/* Gives everything back: the one cudaFree (which waits for the device, so no kernel is still
-   using a block), the events, the host tables. Blocks still live die with the pool. */
+/* Gives everything back: the one cudaFree, the events, the host tables. Blocks still live die
+   with the pool. Work queued on any stream may still be using a block (tpool_free_async says
+   only that the stream will be done with it), so the device is synchronised first, explicitly:
+   cudaFree may synchronise implicitly, but CUDA does not promise it, and a kernel still running
+   on freed memory is a fault, or worse, a write into whatever the driver hands out next. */
 extern "C" int tpool_destroy(struct tpool *p)
 {
     int status = 0;
@@ -212,7 +215,13 @@ extern "C" int tpool_destroy(struct tpool *p)
         if (tpool_live[i] == p)
             tpool_live[i] = NULL;
     {
-        cudaError_t err = cudaFree(p->base);
+        cudaError_t err = cudaDeviceSynchronize();
+        const char *what = "cudaDeviceSynchronize()";
+        cudaError_t freed = cudaFree(p->base);   /* freed even if the wait failed: no leak */
+        if (err == cudaSuccess && freed != cudaSuccess) {
+            err = freed;
+            what = "cudaFree(p->base)";
+        }
         for (int i = 0; i < p->nblocks; i++)
             if (p->blocks[i].freed != NULL)
                 cudaEventDestroy(p->blocks[i].freed);
@@ -220,7 +229,7 @@ extern "C" int tpool_destroy(struct tpool *p)
         free(p->block_at);
         free(p);
         if (err != cudaSuccess)
-            status = tut_record((int)err, "cudaFree(p->base)", __FILE__, __LINE__);
+            status = tut_record((int)err, what, __FILE__, __LINE__);
     }
 cleanup:
     return status;
