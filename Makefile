@@ -37,8 +37,16 @@ SOLVED    := $(notdir $(wildcard solutions/[0-9][0-9]_*))
 COMMON_H  := $(wildcard common/*.h)
 CU_ALL    := $(wildcard chapters/*/*.cu solutions/*/*.cu)
 
-HAVE_NVCC := $(shell command -v $(NVCC) >/dev/null 2>&1 && echo yes)
-HAVE_GPU  := $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU' && echo yes)
+# Asked once per `make`: a sub-make (make check builds each chapter in one) inherits the answers.
+ifneq ($(TUT_NVCC_CHECKED),$(NVCC))
+  export TUT_NVCC_CHECKED := $(NVCC)
+  export TUT_HAVE_NVCC := $(shell command -v $(NVCC) >/dev/null 2>&1 && echo yes || echo no)
+endif
+ifndef TUT_HAVE_GPU
+  export TUT_HAVE_GPU  := $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU' && echo yes || echo no)
+endif
+HAVE_NVCC := $(filter yes,$(TUT_HAVE_NVCC))
+HAVE_GPU  := $(filter yes,$(TUT_HAVE_GPU))
 ifeq ($(BACKEND),auto)
   B := $(if $(and $(HAVE_NVCC),$(HAVE_GPU)),gpu,cpu)
 else
@@ -52,7 +60,11 @@ ifeq ($(ARCH),)
 endif
 
 # Python with NumPy: $(PYTHON) if it has it, else a virtual environment made under build/.
-PY_HAS_NUMPY := $(shell $(PYTHON) -c 'import numpy' >/dev/null 2>&1 && echo yes)
+ifneq ($(TUT_PY_CHECKED),$(PYTHON))
+  export TUT_PY_CHECKED := $(PYTHON)
+  export TUT_PY_HAS_NUMPY := $(shell $(PYTHON) -c 'import numpy' >/dev/null 2>&1 && echo yes || echo no)
+endif
+PY_HAS_NUMPY := $(filter yes,$(TUT_PY_HAS_NUMPY))
 ifeq ($(PY_HAS_NUMPY),yes)
   PY       := $(PYTHON)
   PY_READY :=
