@@ -854,11 +854,11 @@ ARENA_STEPS = (("alloc", 100), ("alloc", 1000), ("alloc", 3000), ("alloc", 1000)
 
 
 def arena_snapshot(lib, path=None):
-    """Runs ARENA_STEPS on a fresh 16 KiB tpool and returns (and, with path, writes as JSON) its
+    """Runs ARENA_STEPS on a fresh 10 KiB tpool and returns (and, with path, writes as JSON) its
     blocks: offsets and statistics from the pool itself, the free lists in the order tpool
     hands them out (last freed first)."""
     import json
-    with TPool(lib, 16 * KiB) as pool:
+    with TPool(lib, 10 * KiB) as pool:
         blocks, free_lists, allocs = [], {}, []   # allocs: the k-th allocation's block
         for op, arg in ARENA_STEPS:
             if op == "alloc":
