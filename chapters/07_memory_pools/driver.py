@@ -941,6 +941,11 @@ def demo(lib):
                                             tut.ptr(addrs))
             print(f"  {'with' if wait else 'without'} cudaStreamWaitEvent: "
                   f"{'same block' if addrs[0] == addrs[1] else 'another block'}")
+        if lib.backend == "cpu":
+            print("  (the emulator's pool reuses a block freed by cudaFreeAsync only on the same "
+                  "stream or after a synchronisation, and follows no event: another block both "
+                  "times. The H200's pool gave the same block once s2 waited. Both are legal: "
+                  "the reuse policies permit a reuse, they never promise one.)")
         pool.set_threshold(0)
         pool.trim(0)
     print("\nNext: make run CH=07 ARGS=--check (or make check)")
