@@ -748,13 +748,13 @@ def bench(lib):
     b.figure("host-written data, no advice / preferred location + accessed-by",
              step_ms["no advice"] / step_ms["+ accessed-by device"], "x", 1)
 
-    oversubscribe(lib, b, reps)
+    oversubscribe(lib, b)
 
 
 OVER_MODES = ("faults", "host-mapped", "in passes")   # bench_oversubscribe's modes 0, 1, 2
 
 
-def oversubscribe(lib, b, reps):
+def oversubscribe(lib, b):
     """Managed memory larger than what the device has left, made safe: ballast (cudaMalloc)
     leaves `left` bytes free, and the arrays stay at most 2 x left, far below the card's memory
     (asking for more managed memory than the card has free can hang a GPU)."""

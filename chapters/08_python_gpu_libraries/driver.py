@@ -327,11 +327,12 @@ class GpuArray(tut.Owner):
                 raise BufferError("stream must be None for memory on the host")
         else:
             # DLPack's stream is the CONSUMER's: make it wait for our writes. None means the
-            # legacy default stream; -1, no synchronisation.
-            target, sync = stream_from_protocol(self.lib, STREAM_LEGACY if stream is None
-                                                else stream, dlpack=True)
-            if sync and self.stream is not None:
-                self._api.stream_handoff(self.stream.protocol, target)
+            # legacy default stream; -1, no synchronisation (nothing to map, nothing to do).
+            if stream != -1:
+                target, sync = stream_from_protocol(self.lib, STREAM_LEGACY if stream is None
+                                                    else stream, dlpack=True)
+                if sync and self.stream is not None:
+                    self._api.stream_handoff(self.stream.protocol, target)
         out = P()
         v = self.xview()
         self._api.dlpack_export(self._live(), ctypes.byref(v), int(self.readonly),
@@ -895,7 +896,7 @@ def prerequisites(ctx, ids, what):
 def test_cupy(ctx):
     need_gpu(ctx.lib, "the CuPy check")
     cp = need("cupy", "CuPy")
-    prerequisites(ctx, {"08.1", "08.2", "08.3"}, "the CuPy check")
+    prerequisites(ctx, {"08.1", "08.2", "08.3", "08.4"}, "the CuPy check")
     host = tut.random_f32(ctx.rng, 33, 65)
     with GpuArray(ctx.lib, host.shape) as a:
         a.upload(host)
@@ -938,7 +939,7 @@ def test_torch(ctx):
     torch = need("torch", "PyTorch")
     if not torch.cuda.is_available():
         raise tut.Skip("PyTorch is installed without a usable CUDA device")
-    prerequisites(ctx, {"08.1", "08.2", "08.3"}, "the PyTorch check")
+    prerequisites(ctx, {"08.1", "08.2", "08.3", "08.4"}, "the PyTorch check")
     host = tut.random_f32(ctx.rng, 17, 40)
     with GpuArray(ctx.lib, host.shape) as a:
         a.upload(host)
@@ -975,7 +976,7 @@ def test_torch(ctx):
 def test_numba(ctx):
     need_gpu(ctx.lib, "the Numba check")
     numba_cuda = need("numba.cuda", "Numba (numba-cuda)")
-    prerequisites(ctx, {"08.1", "08.3"}, "the Numba check")
+    prerequisites(ctx, {"08.1", "08.3", "08.4"}, "the Numba check")
     host = tut.random_f32(ctx.rng, 9, 31)
     with GpuArray(ctx.lib, host.shape) as a:
         a.upload(host)
@@ -1008,7 +1009,7 @@ def test_cuda_core(ctx):
     need_gpu(ctx.lib, "the cuda.core check")
     need("cuda.core", "cuda.core")
     smv = _strided_memory_view()
-    prerequisites(ctx, {"08.1", "08.2"}, "the cuda.core check")
+    prerequisites(ctx, {"08.1", "08.2", "08.4"}, "the cuda.core check")
     with GpuArray(ctx.lib, (6, 10)) as a, Stream(ctx.lib) as s:
         for v, strides in ((a, None), (a.T, (1, 10))):
             for how, make in (("DLPack", getattr(smv, "from_dlpack", None)),

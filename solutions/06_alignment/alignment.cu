@@ -4,13 +4,14 @@
  *
  * A warp's loads are served in 32-byte sectors. 32 threads reading 32 consecutive floats touch 4
  * sectors (128 bytes, all used); 32 threads reading every 32nd float touch 32 sectors and use 4
- * bytes of each (and below L2, memory is read in pieces of the L2 fetch granularity, 64 bytes
- * by default on the H200 the chapter was measured on). A 16-byte vector load (float4) moves 4
- * floats with one instruction, but only from an address that is a multiple of 16. cudaMallocPitch pads each row of a 2D array so that
- * every row starts aligned; a kernel then steps from row to row by the pitch, in bytes.
+ * bytes of each (and below L2 a miss may fetch more than its sector: cudaLimitMaxL2FetchGranularity,
+ * a hint of at most 128 bytes, read 64 on the H200 the chapter was measured on). A 16-byte vector
+ * load (float4) moves 4 floats with one instruction, but only from an address that is a multiple
+ * of 16. cudaMallocPitch pads each row of a 2D array so that every row starts aligned; a kernel
+ * then steps from row to row by the pitch, in bytes.
  *
  * Build: make                 Run: make run CH=06 (lesson demo), ARGS=--check, ARGS=--bench
- * Check: make check           Exercises: 06.1 .. 06.5 (grep -n "TODO(student)" this file)
+ * Check: make check           Exercises: 06.1 .. 06.6 (grep -n "TODO(student)" this file)
  * Device buffers passed in are owned by Python (tut.DeviceBuffer); pitched ones are made here.
  */
 #include <stddef.h>
@@ -190,19 +191,22 @@ __global__ void soa_drift_kernel(ParticlesSoA p, float dt, int n)
     // @end
 }
 
-/* AoS to SoA staged through shared memory ("corner turning", the lesson's Concepts): the
-   block's particles are read as consecutive words, thread t loading words t, t + 256, ... so that
-   every warp reads whole sectors; then each thread takes its own particle's 8 fields out of
-   shared memory and writes them to the 8 planes (plane f at planes + f * n), coalesced. A row of
-   shared memory is 9 words, not 8: thread t reads word 9 t + f, and 9 is odd, so the 32 threads
-   of a warp hit 32 different banks (with 8 they would hit 4 banks, 8 threads each). Given, not
-   an exercise: --bench sets it against aos_to_soa_kernel (the lesson says what it measured). */
+/* 06.6 AoS to SoA staged through shared memory ("corner turning", the lesson's Concepts), for
+   blocks of STAGE_THREADS threads, one block per STAGE_THREADS particles. The block's particles
+   (8 floats each) are read as consecutive words: thread t loads words t, t + 256, ... of the
+   block's slice, so that every warp reads whole sectors, into row (w / 8), column (w % 8) of s.
+   After the barrier, each thread takes its own particle's 8 fields out of its row of s and
+   writes field f to plane f (planes + f * n), coalesced. A row of s is 9 words, not 8: thread t
+   reads word 9 t + f, and 9 is odd, so the 32 threads of a warp hit 32 different banks (with 8
+   they would hit 4 banks, 8 threads each). The last block may have fewer than 256 particles.
+   --bench sets it against aos_to_soa_kernel (the lesson says what that measured). */
 #define STAGE_THREADS 256
 __global__ void aos_to_soa_staged_kernel(const float *__restrict__ aos, float *__restrict__ planes,
                                          int n)
 {
     __shared__ float s[STAGE_THREADS * 9];
     long long first = (long long)blockIdx.x * STAGE_THREADS;   /* the block's first particle */
+    // @solution 06.6: count = particles in this block (at most STAGE_THREADS); copy its count * 8 words into s with row stride 9 (a block-stride loop), __syncthreads, then thread t < count writes its 8 fields to planes[f * n + first + t] (~9 lines)
     int count = n - first < STAGE_THREADS ? (int)(n - first) : STAGE_THREADS;
     const float *src = aos + first * 8;
     for (int w = threadIdx.x; w < count * 8; w += STAGE_THREADS)
@@ -211,6 +215,7 @@ __global__ void aos_to_soa_staged_kernel(const float *__restrict__ aos, float *_
     if (threadIdx.x < count)
         for (int f = 0; f < 8; f++)
             planes[(size_t)f * n + first + threadIdx.x] = s[threadIdx.x * 9 + f];
+    // @end
 }
 
 /* d[i] = i % 8191 + 0.5: non-zero inputs for the benchmark, made on the device (gigabytes of
