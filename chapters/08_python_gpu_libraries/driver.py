@@ -921,8 +921,8 @@ def test_cupy(ctx):
                                  rtol=1e-6, atol=1e-6,
                                  name=f"a * x + y, x = CuPy {v.shape} strides {v.strides} "
                                       f"via {how}")
-    print(f"note: CuPy {cp.__version__} exports __cuda_array_interface__ version "
-          f"{x.__cuda_array_interface__['version']}")
+    tut.note(f"CuPy {cp.__version__} exports __cuda_array_interface__ version "
+             f"{x.__cuda_array_interface__['version']}")
     del x, v, imp
     cp.get_default_memory_pool().free_all_blocks()
 
@@ -965,8 +965,8 @@ def test_torch(ctx):
                     raise AssertionError(f"our view of a tensor via {how}: another pointer")
                 _same_values(ctx, imp, want, f"a * x + y, x = torch {tuple(v.shape)} strides "
                                              f"{v.stride()} via {how}")
-    print(f"note: PyTorch {torch.__version__} exports __cuda_array_interface__ version "
-          f"{x.__cuda_array_interface__['version']}")
+    tut.note(f"PyTorch {torch.__version__} exports __cuda_array_interface__ version "
+             f"{x.__cuda_array_interface__['version']}")
     del x, v
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
@@ -991,8 +991,8 @@ def test_numba(ctx):
     for v, want in ((d, host), (d[::2, 4:], host[::2, 4:]), (d[:, ::-3], host[:, ::-3])):
         with consume_cai(ctx.lib, v) as imp:
             _same_values(ctx, imp, want, f"a * x + y, x = Numba {v.shape} strides {v.strides}")
-    print(f"note: Numba exports __cuda_array_interface__ version "
-          f"{d.__cuda_array_interface__['version']}")
+    tut.note(f"Numba exports __cuda_array_interface__ version "
+             f"{d.__cuda_array_interface__['version']}")
     del d, v, imp
 
 
@@ -1242,12 +1242,12 @@ def test_allocators(ctx):
         need("torch", "PyTorch")
         ran.append("torch")
     except tut.Skip as e:
-        print(f"note: {e}")
+        tut.note(f"{e}")
     try:
         need("numba.cuda", "Numba (numba-cuda)")
         ran.append("numba")
     except tut.Skip as e:
-        print(f"note: {e}")
+        tut.note(f"{e}")
     if not ran:
         raise tut.Skip("neither PyTorch nor Numba is usable here")
     if "torch" in ran:
@@ -1257,7 +1257,7 @@ def test_allocators(ctx):
         late = run_child(ctx.lib, "torch_late")
         if not late["refused"]:
             raise AssertionError("PyTorch accepted a new allocator after its own had allocated")
-        print(f"note: PyTorch after its first allocation: {late['message']}")
+        tut.note(f"PyTorch after its first allocation: {late['message']}")
     if "numba" in ran:
         r = run_child(ctx.lib, "numba_bpool")
         if not r["ok"] or r["allocs"] < 100 or r["mallocs"] > 5:
@@ -1290,7 +1290,7 @@ def demo(lib):
         print(f"pinned host memory through np.from_dlpack: {arr}, the same address: "
               f"{arr.ctypes.data == h.ptr}")
         del arr
-    print("\nNext: python3 driver.py --check, or make check")
+    print("\nNext: make check CH=08 (the tests of your exercises)")
 
 
 def _host_us(fn, reps):
