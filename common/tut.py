@@ -190,6 +190,15 @@ class Library:
             self.emu_stream_log.restype = ctypes.c_int
             self.emu_stream_log_clear = self.cdll.cuemuStreamLogClear
             self.emu_stream_log_clear.argtypes, self.emu_stream_log_clear.restype = [], None
+            # int cuemuStreamLogDetail(int *details, int max)
+            self.emu_stream_log_detail = self.cdll.cuemuStreamLogDetail
+            self.emu_stream_log_detail.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+            self.emu_stream_log_detail.restype = ctypes.c_int
+        # void cuemuLiveObjects(int *streams, int *events)
+        self._emu_live = getattr(self.cdll, "cuemuLiveObjects", None)
+        if self._emu_live is not None:
+            self._emu_live.argtypes = [ctypes.POINTER(ctypes.c_int)] * 2
+            self._emu_live.restype = None
 
     def bind(self, name, argtypes, restype=ctypes.c_int, status=True):
         """Declare the C function `name` once. With status=True it returns an int status, and
@@ -244,6 +253,15 @@ class Library:
     def mem_used(self):
         free, total = self.mem_info()
         return total - free
+
+    def live_objects(self):
+        """CPU backend only: (streams, events) created and not yet destroyed; None on a GPU,
+        where CUDA has no such count."""
+        if self._emu_live is None:
+            return None
+        s, e = ctypes.c_int(0), ctypes.c_int(0)
+        self._emu_live(ctypes.byref(s), ctypes.byref(e))
+        return s.value, e.value
 
     def clear_last_error(self):
         """Consume a launch error the C code left in the runtime (returns its code)."""
@@ -684,19 +702,31 @@ def device_ballast(lib, leave_free):
             lib.free_raw(handle.value)
 
 
-def stream_log(lib, call):
+LOG_ADVICE, LOG_SYNC = 10, 11   # stream_log(detail=True) kinds of calls that are not queued
+
+
+def stream_log(lib, call, detail=False):
     """CPU backend only: call(), then [(stream, kind)] for every operation it issued, as the
     emulator logs them (cuemuStreamLog; stream 0: the legacy default stream, -1: per-thread,
     1, 2, ...: created streams; kind 1 kernel, 2 copy, 3 set, 4 event record, 5 host function,
-    6 cudaMallocAsync, 7 cudaFreeAsync, 8 cudaStreamWaitEvent, 9 cudaMemPrefetchAsync)."""
+    6 cudaMallocAsync, 7 cudaFreeAsync, 8 cudaStreamWaitEvent, 9 cudaMemPrefetchAsync).
+    detail=True: [(stream, kind, detail)] for those and for the calls that are not queued,
+    in program order: 10 (LOG_ADVICE) cudaMemAdvise, 11 (LOG_SYNC) a host synchronisation
+    (cudaStreamSynchronize on its stream, cudaEventSynchronize and cudaDeviceSynchronize on 0);
+    detail: a prefetch's destination (a device, or -1 for the host), the advice (a
+    cudaMemoryAdvise value), the synchronisation (1 stream, 2 event, 3 device), else 0."""
     log = lib.emu_stream_log
     lib.emu_stream_log_clear()
     call()
     count = log(None, None, 0)
     ids = (ctypes.c_longlong * count)()
     kinds = (ctypes.c_int * count)()
+    details = (ctypes.c_int * count)()
     log(ids, kinds, count)
-    return [(ids[i], kinds[i]) for i in range(count)]
+    lib.emu_stream_log_detail(details, count)
+    if detail:
+        return [(ids[i], kinds[i], details[i]) for i in range(count)]
+    return [(ids[i], kinds[i]) for i in range(count) if kinds[i] < LOG_ADVICE]
 
 
 def random_f32(rng, *shape, scale=3.0, offset=0.5):
@@ -956,13 +986,23 @@ class Chapter:
         status, message = "PASS", ""
         try:
             used_before = lib.mem_used()
+            live_before = lib.live_objects()   # None on a GPU: CUDA cannot count them
             test["fn"](ctx)
             lib.synchronize()
             leaked = lib.mem_used() - used_before
+            live_after = lib.live_objects()
             if leaked > 0 and not under_sanitizer():
                 status, message = "FAIL", (f"device memory leak: {leaked} bytes still in use "
                                            f"after the test (every cudaMalloc needs its cudaFree, "
                                            f"on error paths too)")
+            elif live_before is not None and (live_after[0] > live_before[0]
+                                                 or live_after[1] > live_before[1]):
+                (s0, e0), (s1, e1) = live_before, live_after
+                status, message = "FAIL", (f"streams and events leak: {s1 - s0} stream(s) and "
+                                           f"{e1 - e0} event(s) more alive after the test than "
+                                           f"before (every cudaStreamCreate needs its "
+                                           f"cudaStreamDestroy, every cudaEventCreate its "
+                                           f"cudaEventDestroy, on error paths too)")
         except Exception as e:
             root = _first_failure(e)
             if isinstance(root, ExerciseNotDone):

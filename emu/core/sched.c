@@ -985,6 +985,8 @@ void cuemu_launch_abort(int err, int sticky, const char *msg)
 static void on_signal(int sig, siginfo_t *si, void *ucv)
 {
     ucontext_t *uc = (ucontext_t *)ucv;
+    /* device memory is closed while host code runs: its first touch by a kernel opens it */
+    if ((sig == SIGSEGV || sig == SIGBUS) && cuemu_device_fault(si->si_addr)) return;
     if (!g_jb_armed || !pthread_equal(pthread_self(), g_launch_thread)) {
         if (sig == g_wd_sig) return;
         /* not ours: put the previous handler back and let the fault happen again */

@@ -34,6 +34,7 @@
 #define _GNU_SOURCE                /* dladdr, REG_ERR, clock_gettime */
 #endif
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -113,7 +114,7 @@ static __thread int site_line;
 
 /* ---- the stream log (cuemuStreamLog) ----------------------------------------------------- */
 static long long log_ids[LOG_CAP];
-static int log_kinds[LOG_CAP];
+static int log_kinds[LOG_CAP], log_details[LOG_CAP];
 static int log_n;
 
 int cuemuStreamLog(long long *stream_ids, int *kinds, int max)
@@ -128,13 +129,24 @@ int cuemuStreamLog(long long *stream_ids, int *kinds, int max)
     return n;
 }
 
+int cuemuStreamLogDetail(int *details, int max)
+{
+    rt_lock();
+    int n = log_n;
+    for (int i = 0; i < n && i < max && i < LOG_CAP; i++)
+        if (details) details[i] = log_details[i];
+    rt_unlock();
+    return n;
+}
+
 static struct CUstream_st *resolve(cudaStream_t s);
-void rt_stream_log_note(cudaStream_t stream, int kind)
+void rt_stream_log_note(cudaStream_t stream, int kind, int detail)
 {
     rt_lock();
     if (log_n < LOG_CAP) {
         log_ids[log_n] = resolve(stream)->id;
         log_kinds[log_n] = kind;
+        log_details[log_n] = detail;
     }
     log_n++;
     rt_unlock();
@@ -357,9 +369,60 @@ static void apply_prot(rt_block *b, int state)
     b->prot = state;
 }
 
+/* Where host code made an access, as file:line when the code was built with -g (a .cu the
+   emulator compiled): the faulting instruction, or the first caller with a line (a memcpy in
+   libc called from the student's code). */
+static void host_site(const void *pc, char *where, size_t n)
+{
+    Dl_info di;
+    where[0] = 0;
+    if (!pc) { snprintf(where, n, "an unknown location"); return; }
+    cuemu_locate_pc((char *)pc + 1, where, n);
+    if (strchr(where, ':') && !strstr(where, "unknown")) return;
+    void *fr[32];
+    int nf = backtrace(fr, 32), start = -1;
+    for (int i = 0; i < nf; i++)
+        if (fr[i] == pc) { start = i; break; }
+    for (int i = start + 1; start >= 0 && i < nf; i++) {
+        cuemu_locate_pc(fr[i], where, n);
+        if (strchr(where, ':') && !strstr(where, "unknown") && !strstr(where, "runtime/")) return;
+    }
+    if (dladdr(pc, &di) && di.dli_fname)
+        snprintf(where, n, "%p in %s (%s+%#lx)", pc, di.dli_fname,
+                 di.dli_sname ? di.dli_sname : "?",
+                 (unsigned long)((const char *)pc - (const char *)(di.dli_saddr ? di.dli_saddr : di.dli_fbase)));
+    else
+        snprintf(where, n, "%p", pc);
+}
+
 static void host_fault(int sig, siginfo_t *si, void *ucv)
 {
     const char *a = (const char *)si->si_addr;
+    int write = -1;
+    const void *pc = NULL;
+#if defined(__x86_64__)
+    ucontext_t *uc = (ucontext_t *)ucv;
+    write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+    pc = (const void *)uc->uc_mcontext.gregs[REG_RIP];
+#else
+    (void)ucv;
+#endif
+    char where[512], what[512], sn[64];
+    rt_block *db = NULL;
+    int dev = rt_dev_fault(a, &db);
+    if (dev == 1) return;      /* device work touched a closed block: open now, retried */
+    if (dev == 2) {
+        host_site(pc, where, sizeof where);
+        cuemu_diag("host %s of device memory: address %p is byte %lld of the %zu-byte allocation "
+                   "made at %s:%d; host code cannot dereference a device pointer (on a GPU this is "
+                   "a segmentation fault): device memory is reached through cudaMemcpy or a "
+                   "kernel. The host access: %s",
+                   write < 0 ? "access" : write ? "write" : "read", (const void *)a,
+                   (long long)(a - db->base), db->size, db->file ? db->file : "(unknown file)",
+                   db->line, where);
+        cuemu_set_sticky_error(cudaErrorIllegalAddress);
+        return;
+    }
     rt_block *b = NULL;
     for (int i = 0; i < nprot; i++)
         if (a >= prot_list[i]->data && a < prot_list[i]->data + prot_list[i]->data_len) {
@@ -372,36 +435,12 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
         segv_installed = 0;
         return;
     }
-    int write = 0;
-    const void *pc = NULL;
-#if defined(__x86_64__)
-    ucontext_t *uc = (ucontext_t *)ucv;
-    write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
-    pc = (const void *)uc->uc_mcontext.gregs[REG_RIP];
-#else
-    (void)ucv;
-#endif
-    Dl_info di;
-    char where[512], what[512], sn[64];
-    where[0] = 0;
-    /* the host's line when the access is in code built with -g (a .cu compiled by the emulator) */
-    if (pc) {
-        cuemu_locate_pc((char *)pc + 1, where, sizeof where);
-        if (!strchr(where, ':') || strstr(where, "unknown")) where[0] = 0;
-    }
-    if (where[0]) {
-        /* found */
-    } else if (pc && dladdr(pc, &di) && di.dli_fname)
-        snprintf(where, sizeof where, "%p in %s (%s+%#lx)", pc, di.dli_fname,
-                 di.dli_sname ? di.dli_sname : "?",
-                 (unsigned long)((const char *)pc - (const char *)(di.dli_saddr ? di.dli_saddr : di.dli_fbase)));
-    else
-        snprintf(where, sizeof where, "%p", pc);
+    host_site(pc, where, sizeof where);
     rt_op *op = b->pend_op;
     cuemu_diag("host %s of %s memory allocated at %s:%d (%zu bytes; address %p, byte %lld) while "
                "queued work will still %s it: %s, on %s, has not run yet. Synchronise (cudaStreamSynchronize, "
                "cudaEventSynchronize or cudaDeviceSynchronize) before the host touches it. The host access: %s",
-               write ? "write" : "read", b->kind == CUEMU_MEM_MANAGED ? "managed" : "pinned host",
+               write > 0 ? "write" : "read", b->kind == CUEMU_MEM_MANAGED ? "managed" : "pinned host",
                b->file ? b->file : "(unknown file)", b->line, b->size, (const void *)a,
                (long long)(a - b->base), b->pend_w ? "write" : "read",
                op ? op_what(op, what, sizeof what) : "an operation",
@@ -412,7 +451,7 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
     apply_prot(b, 0);
 }
 
-static void segv_install(void)
+void rt_segv_install(void)
 {
     if (segv_installed) return;
     struct sigaction sa;
@@ -439,7 +478,7 @@ static void protect_op(rt_op *op)
     for (int i = 0; i < op->nacc; i++) {
         rt_block *b = op->acc[i].b;
         if (protectable(b) && want_prot(b)) {
-            segv_install();
+            rt_segv_install();
             apply_prot(b, want_prot(b));
         }
     }
@@ -633,11 +672,15 @@ static void op_run(rt_op *op)
             if (op->event->op == op) op->event->op = NULL;
         }
         break;
-    case RT_OP_HOSTFN:
+    case RT_OP_HOSTFN: {
+        /* a host function is host code: device memory is out of its reach */
+        int depth = rt_dev_suspend();
         if (op->fn && !sticky) op->fn(op->user);
         if (op->cb) op->cb(is_legacy(op->stream) ? (cudaStream_t)0 : op->stream,
                            (cudaError_t)sticky, op->user);
+        rt_dev_resume(depth);
         break;
+    }
     case RT_OP_FREE:
         rt_free_site(op->file, op->line);
         rt_free_device_now(op->ptr, "cudaFreeAsync");
@@ -723,6 +766,7 @@ static void run_closure(rt_op **targets, int nt, long steps)
     free(st);
     running = 1;
     unprotect_all();
+    rt_dev_enter();
     struct CUstream_st *ss[1024];
     int ns = all_streams(ss, 1024);
     while (want > 0 && steps != 0) {
@@ -765,6 +809,7 @@ static void run_closure(rt_op **targets, int nt, long steps)
         want--;
         if (steps > 0) steps--;
     }
+    rt_dev_leave();
     running = 0;
     reprotect_pending();
     gc();
@@ -833,6 +878,7 @@ cudaError_t rt_submit(rt_op *op, cudaStream_t stream, int run_now)
     if (log_n < LOG_CAP) {
         log_ids[log_n] = s->id;
         log_kinds[log_n] = op->kind;
+        log_details[log_n] = 0;
     }
     log_n++;
     if (run_now) run_closure(&op, 1, -1);
@@ -938,6 +984,7 @@ cudaError_t (cudaStreamSynchronize)(cudaStream_t stream)
 {
     RT_ENTER();
     if (!rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
+    rt_stream_log_note(stream, RT_LOG_SYNC, RT_SYNC_STREAM);
     rt_drain_stream(stream);
     return rt_sync_point("cudaStreamSynchronize");
 }
@@ -1067,6 +1114,7 @@ cudaError_t (cudaEventSynchronize)(cudaEvent_t event)
 {
     RT_ENTER();
     if (!event_valid(event)) return rt_err(cudaErrorInvalidResourceHandle);
+    rt_stream_log_note(0, RT_LOG_SYNC, RT_SYNC_EVENT);
     rt_lock();
     rt_op *t = event->op;
     run_closure(&t, 1, -1);
@@ -1120,6 +1168,17 @@ cudaError_t (cudaEventDestroy)(cudaEvent_t event)
         }
     rt_unlock();
     return sticky ? rt_err((cudaError_t)sticky) : rt_err(e);
+}
+
+void cuemuLiveObjects(int *nstreams, int *nevents)
+{
+    int ns = 0, ne = 0;
+    rt_lock();
+    for (struct CUstream_st *s = streams; s; s = s->next) ns += !s->destroyed;
+    for (struct CUevent_st *e = events; e; e = e->next) ne++;
+    rt_unlock();
+    if (nstreams) *nstreams = ns;
+    if (nevents) *nevents = ne;
 }
 
 void rt_streams_reset(void)
