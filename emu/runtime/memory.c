@@ -250,6 +250,7 @@ void rt_block_place(rt_block *b, size_t size, const char *file, int line)
     memset(base + size, CANARY_BYTE, (size_t)(end - (base + size)));
     b->dev_dirty = 0;
     b->dev_exposed = 0;
+    b->free_queued = 0;
     if (closable(b)) rt_segv_install();
     rt_dev_leave();
 }

@@ -70,6 +70,8 @@ struct rt_block {
        dirty: opened since its canaries were last checked; exposed: host code touched it
        (reported once, then left open) */
     int            dev_open, dev_dirty, dev_exposed;
+    const char    *free_q_file; /* a cudaFreeAsync of it is queued (not run yet): its call site */
+    int            free_q_line, free_queued;
 };
 
 size_t    rt_page(void);
@@ -160,6 +162,10 @@ void        rt_op_copy(rt_op *op, void *dst, size_t dpitch, const void *src, siz
 /* Takes a copy of the source now (a pageable source may be reused when the call returns). */
 int         rt_op_stage(rt_op *op);
 void        rt_op_free_ptr(rt_op *op, void *p);
+/* An operation that will not be submitted after all. */
+void        rt_op_discard(rt_op *op);
+/* The call site op carries (file NULL when none was recorded). */
+void        rt_op_site(const rt_op *op, const char **file, int *line);
 /* Records that op reads (write 0) or writes [p, p+len) for the race check and the page
    protection of pinned and managed memory; p outside every allocation is ignored. */
 void        rt_op_access(rt_op *op, const void *p, size_t len, int write);

@@ -288,6 +288,12 @@ int rt_op_stage(rt_op *op)
 
 void rt_op_free_ptr(rt_op *op, void *p) { op->ptr = p; }
 
+void rt_op_site(const rt_op *op, const char **file, int *line)
+{
+    *file = op->file;
+    *line = op->line;
+}
+
 void rt_op_access(rt_op *op, const void *p, size_t len, int write)
 {
     if (!p || op->nacc >= MAX_ACC) return;
@@ -323,6 +329,8 @@ static void op_release(rt_op *op)
     free(op->deps);
     free(op);
 }
+
+void rt_op_discard(rt_op *op) { op_release(op); }
 
 static const char *op_what(const rt_op *op, char *buf, size_t n)
 {
@@ -552,6 +560,29 @@ static size_t acc_lower(const rt_block *b, const char *p)
     return lo;
 }
 
+/* What would have ordered them: the first event recorded after o on its stream (the call a
+   program makes to hand memory to another stream, as a pool's free does), which op's stream
+   should have waited for. Naming its record sends the reader to the code that hands the memory
+   over, where the wait belongs, instead of to the two accesses alone. */
+static void race_hint(const rt_op *o, const rt_op *op, char *buf, size_t n)
+{
+    char s1[64], s2[64];
+    const rt_op *e = NULL;
+    for (const rt_op *x = o->next_in_stream; x && x != op; x = x->next_in_stream)
+        if (x->kind == RT_OP_EVENT && x->event) { e = x; break; }
+    stream_name(o->stream, s1, sizeof s1);
+    stream_name(op->stream, s2, sizeof s2);
+    if (e && e->file)
+        snprintf(buf, n, "; %s recorded an event after the first, at the cudaEventRecord at %s:%d, "
+                 "and %s did not wait for it (cudaStreamWaitEvent) before the second", s1, e->file,
+                 e->line, s2);
+    else if (e)
+        snprintf(buf, n, "; %s recorded an event after the first, and %s did not wait for it "
+                 "(cudaStreamWaitEvent) before the second", s1, s2);
+    else
+        snprintf(buf, n, "; %s recorded no event after the first for %s to wait for", s1, s2);
+}
+
 static int race_check(rt_op *op)
 {
     int raced = 0;
@@ -567,17 +598,18 @@ static int race_check(rt_op *op)
             if (o->done || o->stream == op->stream || !(x->write || a->write)) continue;
             if (x->hi <= a->lo) continue;
             if (ordered_before(o, op)) continue;
-            char w1[400], w2[400], d1[100], d2[100], s1[64], s2[64];
+            char w1[400], w2[400], d1[100], d2[100], s1[64], s2[64], hint[600];
+            race_hint(o, op, hint, sizeof hint);
             cuemu_diag("stream race on %s allocated at %s:%d (%zu bytes): %s on %s %s, and %s on %s %s, "
                        "with nothing ordering them (an event recorded after the first and waited for "
-                       "with cudaStreamWaitEvent before the second, or a synchronisation, would)",
+                       "with cudaStreamWaitEvent before the second, or a synchronisation, would)%s",
                        b->kind == CUEMU_MEM_DEVICE ? "device memory" : b->kind == CUEMU_MEM_MANAGED
                        ? "managed memory" : "pinned host memory",
                        b->file ? b->file : "(unknown file)", b->line, b->size,
                        op_what(o, w1, sizeof w1), stream_name(o->stream, s1, sizeof s1),
                        acc_desc(o, b->acc_list[k].idx, d1, sizeof d1),
                        op_what(op, w2, sizeof w2), stream_name(op->stream, s2, sizeof s2),
-                       acc_desc(op, i, d2, sizeof d2));
+                       acc_desc(op, i, d2, sizeof d2), hint);
             raced = 1;
         }
         if (b->nacc_list == b->cap_acc_list) {
