@@ -309,7 +309,10 @@ static void dev_forget(rt_block *b)
     b->dev_open = 0;
 }
 
-void rt_dev_enter(void) { dev_depth++; }
+void rt_dev_enter(void)
+{
+    if (dev_depth++ == 0 && reg_n) rt_segv_install();
+}
 
 void rt_dev_leave(void)
 {

@@ -461,7 +461,14 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
 
 void rt_segv_install(void)
 {
-    if (segv_installed) return;
+    /* Another handler installed after ours (Python's faulthandler, a test framework) would see
+       every first touch of device memory by device work first: put ours back in front of it,
+       and hand it what is not ours. */
+    struct sigaction cur;
+    if (segv_installed && sigaction(SIGSEGV, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+        cur.sa_sigaction == host_fault)
+        return;
+    segv_installed = 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = host_fault;
