@@ -7,7 +7,9 @@
  * allows, so the allocation ends at most 255 bytes before the back guard page: a kernel that
  * runs off the end faults at once, or (within those few bytes) changes a canary that is
  * checked at every synchronising call. Fresh memory is filled with 0xFF bytes: NaN as a
- * float, -1 as an int, so a read of memory nobody wrote shows in the result.
+ * float, -1 as an int, so a read of memory nobody wrote shows in the result. Device memory
+ * (not managed, pinned or mapped memory) is PROT_NONE while host code runs, as it is out of a
+ * CPU's reach on a GPU machine: see "device memory out of host code's reach" below.
  *
  * Accounting (what cudaMemGetInfo reports): each device or managed allocation counts its
  * size rounded up to 2 MiB, the GPU's large-page granule; a memory pool counts its reserve

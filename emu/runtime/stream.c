@@ -20,7 +20,8 @@
  * A synchronisation runs only what it must wait for; everything else stays queued.
  *
  * What the emulator can know, it reports:
- *   - two streams touching the same allocation (one writing) with nothing ordering them;
+ *   - two streams touching the same allocation (one writing) with nothing ordering them, and
+ *     the event recorded after the first that the second stream did not wait for;
  *   - a host access to pinned (cudaMallocHost) or managed memory that queued work will still
  *     write (or, for a host write, read): the pages are protected while such work is queued,
  *     and the fault is reported with the operation's call site and the host instruction.
