@@ -782,8 +782,10 @@ class Workspace:
                         CUEMU_ORDER=order)
         if watchdog and "CUEMU_WATCHDOG_S" not in os.environ:
             env["CUEMU_WATCHDOG_S"] = str(watchdog)
+        # errors="replace": a mutant may print any bytes (a string it never terminated)
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=env, cwd=str(self.root), start_new_session=True)
+                                errors="replace", env=env, cwd=str(self.root),
+                                start_new_session=True)
         with LIVE_LOCK:
             LIVE.add(proc)
         try:

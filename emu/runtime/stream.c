@@ -574,12 +574,12 @@ static size_t acc_lower(const rt_block *b, const char *p)
    over, where the wait belongs, instead of to the two accesses alone. */
 static void race_hint(const rt_op *o, const rt_op *op, char *buf, size_t n)
 {
-    char s1[64], s2[64];
+    char b1[64], b2[64];
     const rt_op *e = NULL;
     for (const rt_op *x = o->next_in_stream; x && x != op; x = x->next_in_stream)
         if (x->kind == RT_OP_EVENT && x->event) { e = x; break; }
-    stream_name(o->stream, s1, sizeof s1);
-    stream_name(op->stream, s2, sizeof s2);
+    const char *s1 = stream_name(o->stream, b1, sizeof b1);
+    const char *s2 = stream_name(op->stream, b2, sizeof b2);
     if (e && e->file)
         snprintf(buf, n, "; %s recorded an event after the first, at the cudaEventRecord at %s:%d, "
                  "and %s did not wait for it (cudaStreamWaitEvent) before the second", s1, e->file,
