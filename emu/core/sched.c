@@ -845,14 +845,15 @@ static int watchdog_loop(const cthread *t, char *out, size_t n)
 {
     char file[1024] = "", at[1024];
     int lo = 0, hi = 0, seen = 0;
-    void *done[WD_SAMPLES];
-    int ndone = 0;
     for (int i = 0; i < g_wd_samples; i++) {
         if (g_wd_thread[i] != t || !g_wd_nf[i]) continue;
+        /* the same stack as an earlier sample: the same line (compared whole, because a
+           sample inside the instrumentation's hook has that hook's pc for every call site) */
         int dup = 0;
-        for (int k = 0; k < ndone && !dup; k++) dup = done[k] == g_wd_frames[i][0];
+        for (int k = 0; k < i && !dup; k++)
+            dup = g_wd_thread[k] == t && g_wd_nf[k] == g_wd_nf[i] &&
+                  !memcmp(g_wd_frames[k], g_wd_frames[i], sizeof(void *) * (size_t)g_wd_nf[i]);
         if (dup) continue;
-        done[ndone++] = g_wd_frames[i][0];
         locate(g_wd_frames[i], g_wd_nf[i], at, sizeof at);
         char *colon = strrchr(at, ':');
         int line = colon ? atoi(colon + 1) : 0;
