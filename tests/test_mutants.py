@@ -174,6 +174,37 @@ class Declarations(unittest.TestCase):
         self.assertEqual(list(declared), ["abcdef01"])
         self.assertEqual(len(problems), 2)
 
+    def test_a_planted_bug_keeps_line_numbers_and_names_its_line(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            chapter = Path(tmp) / "solutions" / "99_test"
+            chapter.mkdir(parents=True)
+            (chapter / "test.cu").write_text(SOURCE)
+            (chapter / mutants.DECLARATIONS).write_text(
+                "abcdef01 an equivalent one\n"
+                "plant 99.2 test.cu `    e = cudaDeviceSynchronize();\\n    if (e` -> "
+                "`    if (e\\n    e = cudaDeviceSynchronize(); if (e` names `    if (e\\n` "
+                "two calls swapped\n"
+                "plant 99.1 test.cu `i > 3` -> `i > 4` names `float v` off by one\n"
+                "plant 99.1 test.cu `i < n` -> `i <= n` occurs several times\n"
+                "plant 99.1 test.cu `nowhere` -> `x` not in the file\n"
+                "plant 99.1 test.cu no backquotes\n")
+            old = mutants.REPO
+            mutants.REPO = Path(tmp)
+            try:
+                problems = []
+                declared = mutants.read_declarations("99_test", problems)
+                planted = mutants.read_plants("99_test", problems)
+            finally:
+                mutants.REPO = old
+        self.assertEqual(list(declared), ["abcdef01"])
+        self.assertEqual(len(problems), 4, problems)   # the swap's names: no one line holds it
+        (m,) = planted
+        self.assertEqual((m.op, m.exercise, m.why), ("planted", "99.1", "off by one"))
+        line = SOURCE.splitlines().index("    float v = i > 3 ? 1.0f : 2.0f;") + 1
+        self.assertEqual((m.line, m.names), (line, f"test.cu:{line}"))
+        self.assertEqual(len(m.text.splitlines()), len(SOURCE.splitlines()))
+        self.assertIn("i > 4 ?", m.text)
+
     def test_sync_and_stream_mutants_are_never_equivalent(self):
         self.assertLessEqual({"delete-syncthreads", "delete-sync", "default-stream"},
                              mutants.NEVER_EQUIVALENT)

@@ -154,6 +154,25 @@ class Harness(unittest.TestCase):
         self.assertEqual(r["status"], "FAIL")
         self.assertIn("TPOOL_ERR_DOUBLE_FREE", r["message"])
 
+    def test_streams_and_events_left_alive_fail_the_test(self):
+        live = {"objects": (2, 5)}   # what the emulator counts: (streams, events)
+
+        def leaky(ctx):
+            live["objects"] = (2, 6)   # an event created, never destroyed
+        ch = tut.Chapter(7, "07_x")
+        ch.exercise(1, "t")(leaky)
+        ch.exercise(2, "u")(lambda ctx: None)
+        lib = type("Lib", (), {"backend": "cpu", "mem_used": lambda self: 0,
+                               "synchronize": lambda self: 0,
+                               "live_objects": lambda self: live["objects"]})()
+        r = ch.run_test(ch.tests[0], lib, seed=1)
+        self.assertEqual(r["status"], "FAIL")
+        self.assertIn("0 stream(s) and 1 event(s) more alive", r["message"])
+        self.assertEqual(ch.run_test(ch.tests[1], lib, seed=1)["status"], "PASS")
+        gpu = type("Lib", (), {"backend": "gpu", "mem_used": lambda self: 0,
+                               "synchronize": lambda self: 0, "live_objects": lambda self: None})()
+        self.assertEqual(ch.run_test(ch.tests[0], gpu, seed=1)["status"], "PASS")
+
     def test_statuses_below_library_base_raise_library_error(self):
         fake = type("CDLL", (), {
             "tut_last_error_file": lambda self: b"chapters/x/x.cu",

@@ -16,7 +16,8 @@ and builds into its own BUILD directory, reusing the emulator runtime already bu
 
 A mutant that survives is a bug the tests let through: strengthen a test, or, if the change
 cannot alter what the code does, declare it in solutions/NN_*/mutants.txt (`ID reason`, one per
-line). A missing synchronisation, a race or a stream mix-up is never equivalent: a GPU shows it.
+line). The same file plants bugs no operator makes (`plant NN.M FILE `OLD` -> `NEW` ...`, see
+read_plants); those run in the --sample of make test too. A missing synchronisation, a race or a stream mix-up is never equivalent: a GPU shows it.
 Exit status: 0 when every mutant is killed or declared, 1 otherwise (or when a declaration is
 stale: its mutant is killed, or no longer exists), 2 when the run itself could not be done.
 Results: BUILD/results/cpu/mutants/NN_topic.json (--sample: .../mutants-sample/).
@@ -505,6 +506,8 @@ class Mutant:
     before: str        # the changed lines, each stripped, joined by one space
     after: str
     text: str = field(repr=False)   # the whole mutated file
+    names: str = ""    # planted: "file.cu:N" the killing test's message must name
+    why: str = ""      # planted: the bug, in words
 
     def where(self):
         return f"{self.file}:{self.line}"
@@ -542,10 +545,75 @@ def apply_edits(text, edits):
     return "".join(out)
 
 
-def chapter_mutants(chapter):
-    """Every mutant of one chapter's solution regions, in file and line order."""
+def chapter_mutants(chapter, problems=None):
+    """Every mutant of one chapter's solution regions, in file and line order, then the bugs
+    planted by hand (read_plants)."""
     return [m for path in sorted((REPO / "solutions" / chapter).glob("*.cu"))
-            for m in file_mutants(path, path.read_text(), chapter)]
+            for m in file_mutants(path, path.read_text(), chapter)] + read_plants(
+                chapter, [] if problems is None else problems)
+
+
+PLANT = re.compile(r"plant\s+(\d\d\.\d+)\s+(\S+\.cu)\s+`((?:[^`\\]|\\.)+)`\s*->\s*"
+                   r"`((?:[^`\\]|\\.)*)`(?:\s+names\s+`((?:[^`\\]|\\.)+)`)?\s+(\S.*)")
+
+
+def _unescape(s):
+    return re.sub(r"\\(.)", lambda m: "\n" if m.group(1) == "n" else m.group(1), s)
+
+
+def read_plants(chapter, problems):
+    """The bugs planted by hand in solutions/<chapter>/mutants.txt, for mistakes no operator
+    makes (an argument with the right type and the wrong meaning, two calls in the wrong
+    order, a call too many). One per line:
+
+        plant NN.M FILE `OLD` -> `NEW` [names `TEXT`] WHY
+
+    OLD occurs exactly once in FILE (anywhere in it, a @solution region or not) and is replaced
+    by NEW, with as many line breaks (`\\n`; a backquote is `\\``): every later line keeps its
+    number. Exercise NN.M's test must kill it. With `names`, the killing message must also
+    name FILE:N, N the line of the mutated file that holds TEXT: a diagnosis at the right line."""
+    path = REPO / "solutions" / chapter / DECLARATIONS
+    out = []
+    if not path.exists():
+        return out
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.strip()
+        if not line.startswith("plant"):
+            continue
+        where = f"{path.relative_to(REPO)}:{n}"
+        m = PLANT.fullmatch(line)
+        if not m:
+            problems.append(f"{where}: expected `plant NN.M FILE `OLD` -> `NEW` [names `TEXT`] "
+                            f"why`")
+            continue
+        ex, name, old, new, names, why = m.groups()
+        old, new = _unescape(old), _unescape(new)
+        src = REPO / "solutions" / chapter / name
+        text = src.read_text() if src.exists() else ""
+        if text.count(old) != 1 or old.count("\n") != new.count("\n"):
+            problems.append(f"{where}: `{old}` must occur once in {name} (it occurs "
+                            f"{text.count(old)} times), and `NEW` must have as many line breaks")
+            continue
+        at = text.index(old)
+        mutated = text[:at] + new + text[at + len(old):]
+        first = text.count("\n", 0, at)
+        lines, new_lines = text.splitlines(), mutated.splitlines()
+        span = range(first, first + old.count("\n") + 1)
+        named = ""
+        if names:
+            names = _unescape(names)
+            hits = [k for k, l in enumerate(new_lines, 1) if names in l]
+            if len(hits) != 1:
+                problems.append(f"{where}: names `{names}` must be on one line of the mutated "
+                                f"{name} ({len(hits)} lines hold it)")
+                continue
+            named = f"{name}:{hits[0]}"
+        before = " ".join(lines[k].strip() for k in span)
+        after = " ".join(new_lines[k].strip() for k in span if new_lines[k].strip())
+        digest = hashlib.sha1(f"{name}|planted|{before}|{after}".encode()).hexdigest()[:8]
+        out.append(Mutant(digest, chapter, name, first + 1, "planted", ex, before, after,
+                          mutated, named, why))
+    return out
 
 
 def file_mutants(path, text, chapter):
@@ -595,7 +663,7 @@ def read_declarations(chapter, problems):
         return declared
     for n, line in enumerate(path.read_text().splitlines(), 1):
         line = line.strip()
-        if not line or line.startswith("#"):
+        if not line or line.startswith("#") or line.startswith("plant"):
             continue
         m = re.fullmatch(r"([0-9a-f]{8})\s+(\S.*)", line)
         if not m:
@@ -714,8 +782,10 @@ class Workspace:
                         CUEMU_ORDER=order)
         if watchdog and "CUEMU_WATCHDOG_S" not in os.environ:
             env["CUEMU_WATCHDOG_S"] = str(watchdog)
+        # errors="replace": a mutant may print any bytes (a string it never terminated)
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                env=env, cwd=str(self.root), start_new_session=True)
+                                errors="replace", env=env, cwd=str(self.root),
+                                start_new_session=True)
         with LIVE_LOCK:
             LIVE.add(proc)
         try:
@@ -766,6 +836,13 @@ def judge(ws, mutant, orders, seed, timeout):
             if r is None or r["status"] not in ("PASS", "SKIP"):
                 res.update(status="killed", killed_by=f"{mutant.exercise} {order}",
                            message=first_line(r["message"]) if r else why)
+                if mutant.names and (r is None or mutant.names not in r["message"]):
+                    # caught, but the diagnosis points elsewhere: the student is sent to the
+                    # wrong line, which counts as a survivor
+                    res.update(status="misnamed", message=(
+                        f"the message does not name {mutant.names}: "
+                        + " | ".join(l.strip() for l in (r["message"] if r else why)
+                                     .splitlines() if l.strip())[:400]))
                 break
             if r["status"] == "SKIP":
                 res.update(status="unrun", message=first_line(r["message"]))
@@ -829,7 +906,8 @@ def sample(mutants, declared, n):
             if m.op == op and m.id not in declared and len(picked) < n:
                 picked.append(m)
                 break
-    return picked
+    # the bugs planted by hand are few, and each is there because no operator makes it
+    return picked + [m for m in mutants if m.op == "planted"]
 
 
 def exercise_ids(chapter):
@@ -859,6 +937,8 @@ def print_chapter(chapter, results, declared, ops_applied, stale, wall, no_site)
                 result = f"DECLARED BUT KILLED by {r['killed_by']}: {r['message']}"
             elif r["status"] == "survived":
                 result = "SURVIVED"
+            elif r["status"] == "misnamed":
+                result = f"MISNAMED by {r['killed_by']}: {r['message']}"
             else:
                 result = f"{r['status']}: {r['message']}"
             print(f"  {r['id']:<8}  {where:<28}  {r['operator']:<20}  "
@@ -880,7 +960,7 @@ def print_chapter(chapter, results, declared, ops_applied, stale, wall, no_site)
 
 def totals(results):
     t = {k: 0 for k in ("killed", "survived", "declared", "declared-but-killed", "stillborn",
-                        "unrun")}
+                        "unrun", "misnamed")}
     for r in results:
         t[r["status"]] += 1
     t["mutants"] = len(results) - t["stillborn"]
@@ -915,7 +995,8 @@ def run(args):
             started = time.perf_counter()
             problems = []
             declared = read_declarations(chapter, problems)
-            mutants = [m for m in chapter_mutants(chapter) if ids is None or m.exercise in ids]
+            mutants = [m for m in chapter_mutants(chapter, problems)
+                       if ids is None or m.exercise in ids]
             ops_applied = {op: sum(m.op == op for m in mutants) for op in OPERATORS}
             if args.sample:
                 mutants = sample(mutants, declared, args.sample)
@@ -963,8 +1044,8 @@ def run(args):
             no_site = [e for e in exercise_ids(chapter)
                        if e not in everything and (ids is None or e in ids)]
             print_chapter(chapter, results, declared, ops_applied, stale, wall, no_site)
-            survivors += [r for r in results if r["status"] == "survived"]
-            if stale or any(r["status"] in ("survived", "unrun") for r in results):
+            survivors += [r for r in results if r["status"] in ("survived", "misnamed")]
+            if stale or any(r["status"] in ("survived", "unrun", "misnamed") for r in results):
                 exit_code = max(exit_code, 1)
             if any(r["status"] == "stillborn" for r in results):
                 print("  note: a mutant that does not compile is a fault of the operator, "

@@ -253,6 +253,22 @@ def check_one_stream(lib, call, what):
                              f"created")
 
 
+def check_prefetch_order(lib, call, what):
+    """CPU backend only (a GPU keeps no log of the calls; on one this is not checked): the
+    prefetches and the kernel call() issues, in stream order, with each prefetch's destination,
+    must be: to device 0, the kernel, back to the host. A first prefetch to the host instead
+    still gives the right numbers, but the kernel then demand-faults every page (7x slower at
+    1 GiB on an H200)."""
+    ops = [(k, d) for _, k, d in tut.stream_log(lib, call, detail=True) if k in (1, 9)]
+    want = [(9, 0), (1, 0), (9, HOST)]
+    if ops != want:
+        names = {1: "kernel", 9: "prefetch"}
+        shown = [names[k] + (f" to {'the host' if d == HOST else f'device {d}'}" if k == 9 else "")
+                 for k, d in ops]
+        raise AssertionError(f"{what}: it issued {shown}: want a prefetch to device 0, the "
+                             f"kernel, then a prefetch to the host ({HOST})")
+
+
 @CH.exercise(1, "managed_scale_shift: prefetch in, kernel, prefetch back, synchronise")
 def test_managed_scale_shift(ctx):
     lib = ctx.lib
@@ -272,6 +288,8 @@ def test_managed_scale_shift(ctx):
             if ctx.backend == "cpu":
                 check_one_stream(lib, lambda: managed_scale_shift(lib, m, a, b),
                                  f"managed_scale_shift n={n}")
+                check_prefetch_order(lib, lambda: managed_scale_shift(lib, m, a, b),
+                                     f"managed_scale_shift n={n}")
 
 
 @CH.exercise(2, "lut_gather: a read-mostly table every SM reads, and the host too")
@@ -301,12 +319,31 @@ def test_lut_gather(ctx):
                 raise AssertionError(f"lut_gather table_n={table_n}: the table's pages were "
                                      f"not all prefetched to device 0 (prefetch all "
                                      f"table_n * sizeof(float) bytes)")
+            if ctx.backend == "cpu":
+                check_advice_first(lib, lambda: lut_gather(lib, table, idx, out),
+                                   f"lut_gather table_n={table_n}")
             # The host writes the table: every other copy of the pages it writes is dropped, so
             # the next call must see the new values (read-mostly is a hint, never a stale copy).
             table.array[:] = -table.array - 1.0
             got = lut_gather(lib, table, idx, out)
             tut.assert_equal(got, table.array[idx.array],
                              name=f"lut_gather table_n={table_n}, after the host rewrote the table")
+
+
+def check_advice_first(lib, call, what):
+    """CPU backend only (a GPU keeps no log of the calls; on one this is not checked): the
+    read-mostly advice must come before the prefetch to device 0, and both before the kernel.
+    Advice given after the prefetch leaves the right numbers, but the prefetch has then moved
+    the pages instead of copying them, and the host's next read pulls them back."""
+    log = [(k, d) for _, k, d in tut.stream_log(lib, call, detail=True)]
+    at = {name: next((i for i, e in enumerate(log) if e == want), None) for name, want in
+          (("advice", (tut.LOG_ADVICE, SET_READ_MOSTLY)), ("prefetch", (9, 0)),
+           ("kernel", (1, 0)))}
+    if None in at.values() or not at["advice"] < at["prefetch"] < at["kernel"]:
+        order = sorted((i, name) for name, i in at.items() if i is not None)
+        raise AssertionError(f"{what}: the calls came in the order {[n for _, n in order]}: "
+                             f"want the read-mostly advice, then the prefetch to device 0, then "
+                             f"the kernel")
 
 
 def random_lists(rng, n_nodes, n_lists):

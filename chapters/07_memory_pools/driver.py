@@ -678,6 +678,16 @@ def check_one_stream(lib, x, c, pool, stream):
                              f"(want {steps + 1}) on streams {streams} (0 is the default "
                              f"stream): every allocation, kernel, copy and free goes to the "
                              f"stream given")
+    # Host synchronisations (the emulator logs them; a GPU does not, so this is not checked
+    # there): one, for the copy out. One per step gives the same numbers and costs what 07.5
+    # removes: the host waits for the GPU at every step.
+    syncs = sum(1 for _, k, _ in tut.stream_log(
+        lib, lambda: scratch_chain(lib, x, steps, c, pool, stream), detail=True)
+        if k == tut.LOG_SYNC)
+    if syncs != 1:
+        raise AssertionError(f"scratch_chain with {steps} steps made the host wait {syncs} "
+                             f"times (cudaStreamSynchronize, cudaDeviceSynchronize...): want "
+                             f"one, after the copy out; the loop queues its work and goes on")
 
 
 # ---- checks of the lesson's other claims -------------------------------------------------------

@@ -64,6 +64,15 @@ class Library:
             self.emu_stream_log.restype = ctypes.c_int
             self.emu_stream_log_clear = self.cdll.cuemuStreamLogClear
             self.emu_stream_log_clear.argtypes, self.emu_stream_log_clear.restype = [], None
+            # int cuemuStreamLogDetail(int *details, int max)
+            self.emu_stream_log_detail = self.cdll.cuemuStreamLogDetail
+            self.emu_stream_log_detail.argtypes = [ctypes.POINTER(ctypes.c_int), ctypes.c_int]
+            self.emu_stream_log_detail.restype = ctypes.c_int
+        # void cuemuLiveObjects(int *streams, int *events)
+        self._emu_live = getattr(self.cdll, "cuemuLiveObjects", None)
+        if self._emu_live is not None:
+            self._emu_live.argtypes = [ctypes.POINTER(ctypes.c_int)] * 2
+            self._emu_live.restype = None
 
     def bind(self, name, argtypes, restype=ctypes.c_int, status=True):
         """Declare the C function `name` once. With status=True it returns an int status, and
@@ -118,6 +127,15 @@ class Library:
     def mem_used(self):
         free, total = self.mem_info()
         return total - free
+
+    def live_objects(self):
+        """CPU backend only: (streams, events) created and not yet destroyed; None on a GPU,
+        where CUDA has no such count."""
+        if self._emu_live is None:
+            return None
+        s, e = ctypes.c_int(0), ctypes.c_int(0)
+        self._emu_live(ctypes.byref(s), ctypes.byref(e))
+        return s.value, e.value
 
     def clear_last_error(self):
         """Consume a launch error the C code left in the runtime (returns its code)."""

@@ -237,12 +237,23 @@ class Chapter:
         """(status, message) of running the test function, with the leak check after it."""
         try:
             used_before = lib.mem_used()
+            # streams and events alive (CPU backend; None on a GPU: CUDA cannot count them)
+            live = getattr(lib, "live_objects", lambda: None)
+            live_before = live()
             test["fn"](ctx)
             lib.synchronize()
             leaked = lib.mem_used() - used_before
+            live_after = live()
             if leaked > 0 and not under_sanitizer():
                 return "FAIL", (f"device memory leak: {leaked} bytes still in use after the "
                                 f"test (every cudaMalloc needs its cudaFree, on error paths too)")
+            if live_before is not None and (live_after[0] > live_before[0]
+                                            or live_after[1] > live_before[1]):
+                (s0, e0), (s1, e1) = live_before, live_after
+                return "FAIL", (f"streams and events leak: {s1 - s0} stream(s) and {e1 - e0} "
+                                f"event(s) more alive after the test than before (every "
+                                f"cudaStreamCreate needs its cudaStreamDestroy, every "
+                                f"cudaEventCreate its cudaEventDestroy, on error paths too)")
             return "PASS", ""
         except Exception as e:
             root = _first_failure(e)

@@ -193,6 +193,15 @@ static cthread *volatile g_fault_thread;
 static struct uint3 g_fault_block;
 static char *g_altstack;
 #define ALTSTACK_SIZE (256 * 1024)
+/* The watchdog samples where the running thread is a few times before it stops the launch:
+   the lines a spinning thread cycles through are the loop it never leaves (one sample would
+   name any one line of it, or the instrumentation inside it). */
+#define WD_SAMPLES 40
+#define WD_FRAMES  6
+static void *g_wd_frames[WD_SAMPLES][WD_FRAMES];
+static int g_wd_nf[WD_SAMPLES];
+static cthread *g_wd_thread[WD_SAMPLES];
+static volatile int g_wd_samples;
 static const int g_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT };
 #define NSIGS ((int)(sizeof g_sigs / sizeof g_sigs[0]))
 static struct sigaction g_old_act[NSIGS + 1];
@@ -830,6 +839,39 @@ static int aligned_sse(const void *pc)
     return 0;
 }
 
+/* "file:A-B" (or "file:A") of the lines of one file that the watchdog's samples of thread t
+   found it on, or 0 when they do not fall in one file. */
+static int watchdog_loop(const cthread *t, char *out, size_t n)
+{
+    char file[1024] = "", at[1024];
+    int lo = 0, hi = 0, seen = 0;
+    for (int i = 0; i < g_wd_samples; i++) {
+        if (g_wd_thread[i] != t || !g_wd_nf[i]) continue;
+        /* the same stack as an earlier sample: the same line (compared whole, because a
+           sample inside the instrumentation's hook has that hook's pc for every call site) */
+        int dup = 0;
+        for (int k = 0; k < i && !dup; k++)
+            dup = g_wd_thread[k] == t && g_wd_nf[k] == g_wd_nf[i] &&
+                  !memcmp(g_wd_frames[k], g_wd_frames[i], sizeof(void *) * (size_t)g_wd_nf[i]);
+        if (dup) continue;
+        locate(g_wd_frames[i], g_wd_nf[i], at, sizeof at);
+        char *colon = strrchr(at, ':');
+        int line = colon ? atoi(colon + 1) : 0;
+        if (line <= 0) continue;
+        *colon = 0;
+        /* the launch's own line: code the rewriter wrapped around the kernel, not the loop */
+        if (line == g_desc->line && strstr(at, g_desc->file ? g_desc->file : "\1")) continue;
+        if (!seen) { snprintf(file, sizeof file, "%s", at); lo = hi = line; seen = 1; }
+        else if (strcmp(file, at) != 0) return 0;
+        if (line < lo) lo = line;
+        if (line > hi) hi = line;
+    }
+    if (!seen) return 0;
+    if (lo == hi) snprintf(out, n, "%s:%d", file, lo);
+    else snprintf(out, n, "%s:%d-%d", file, lo, hi);
+    return 1;
+}
+
 static int report_fault(void)
 {
     char msg[4096], where[1024];
@@ -923,8 +965,13 @@ static int report_fault(void)
         sb_add(&b, "watchdog: kernel %s (launched at %s:%d) ran longer than %d s (CUEMU_WATCHDOG_S)"
                ": ", g_desc->kernel, g_desc->file, g_desc->line, env_int("CUEMU_WATCHDOG_S", 20));
         if (t) {
+            char loop[1200];
             thread_desc(&b, t);
-            sb_add(&b, " was running at %s;", where);
+            if (watchdog_loop(t, loop, sizeof loop))
+                sb_add(&b, " was spinning in a loop over %s (where it ran in its last %d "
+                       "samples);", loop, g_wd_samples);
+            else
+                sb_add(&b, " was running at %s;", where);
             if (g_n > 1) {
                 sb_add(&b, " the others:");
                 describe_threads(&b, t);
@@ -956,6 +1003,8 @@ void cuemu_locate_pc(void *pc, char *out, size_t n)
 
 /* ---- signals ---------------------------------------------------------------------------- */
 static int g_wd_sig;
+static timer_t g_timer;
+static int g_timer_ok;
 
 /* Back to the launcher from a fiber's stack (an abort, or a fault's signal handler). The jump
    switches stacks: ASan must be told so, and TSan, which keeps the jump buffer with the
@@ -985,12 +1034,40 @@ void cuemu_launch_abort(int err, int sticky, const char *msg)
 static void on_signal(int sig, siginfo_t *si, void *ucv)
 {
     ucontext_t *uc = (ucontext_t *)ucv;
+    /* device memory is closed while host code runs: its first touch by a kernel opens it */
+    if ((sig == SIGSEGV || sig == SIGBUS) && cuemu_device_fault(si->si_addr)) return;
     if (!g_jb_armed || !pthread_equal(pthread_self(), g_launch_thread)) {
         if (sig == g_wd_sig) return;
         /* not ours: put the previous handler back and let the fault happen again */
         for (int i = 0; i < NSIGS; i++)
             if (g_sigs[i] == sig) sigaction(sig, &g_old_act[i], NULL);
         return;
+    }
+    if (sig == g_wd_sig && g_timer_ok && g_wd_samples < WD_SAMPLES) {
+        /* a sample of where the thread is; the launch goes on for another 2 ms */
+        int k = g_wd_samples;
+        void *tmp[48];
+        void *pc = NULL;
+#if defined(__x86_64__)
+        pc = (void *)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+        pc = (void *)uc->uc_mcontext.pc;
+#endif
+        int nb = CUEMU_TSAN_ON ? 0 : backtrace(tmp, 48), start = -1, m = 0;
+        for (int i = 0; i < nb; i++)
+            if (tmp[i] == pc) { start = i; break; }
+        g_wd_frames[k][m++] = pc;
+        for (int i = start + 1; start >= 0 && i < nb && m < WD_FRAMES; i++) g_wd_frames[k][m++] = tmp[i];
+        g_wd_nf[k] = pc ? m : 0;
+        g_wd_thread[k] = (cthread *)cuemu_cur;
+        g_wd_samples = k + 1;
+        if (g_wd_samples < WD_SAMPLES) {
+            struct itimerspec its;
+            memset(&its, 0, sizeof its);
+            its.it_value.tv_nsec = 2 * 1000 * 1000;
+            timer_settime(g_timer, 0, &its, NULL);
+            return;
+        }
     }
     g_jb_armed = 0;
     g_fault_sig = sig == g_wd_sig ? 0 : sig;
@@ -1022,8 +1099,6 @@ static void on_signal(int sig, siginfo_t *si, void *ucv)
 }
 
 static stack_t g_old_ss;
-static timer_t g_timer;
-static int g_timer_ok;
 
 static void signals_install(void)
 {
@@ -1048,6 +1123,7 @@ static void signals_install(void)
 
     int secs = env_int("CUEMU_WATCHDOG_S", 20);
     g_timer_ok = 0;
+    g_wd_samples = 0;
     if (secs > 0) {
         struct sigevent sev;
         memset(&sev, 0, sizeof sev);

@@ -782,9 +782,20 @@ void cuemu_site(const char *file, int line);
    -1: cudaStreamPerThread, 1, 2, ...: streams in creation order) and kinds (1 kernel,
    2 copy, 3 set, 4 event record, 5 host function, 6 cudaMallocAsync, 7 cudaFreeAsync,
    8 cudaStreamWaitEvent, 9 cudaMemPrefetchAsync, logged at the call: a prefetch is a hint
-   the emulator carries out at once); returns how many were logged (may exceed max). */
+   the emulator carries out at once); returns how many were logged (may exceed max).
+   The log also holds calls that are not queued, for tests of memory behaviour that right
+   answers cannot show: 10 cudaMemAdvise (stream 0: advice is not stream-ordered) and
+   11 a host synchronisation (cudaStreamSynchronize: its stream; cudaEventSynchronize and
+   cudaDeviceSynchronize: 0). cuemuStreamLogDetail gives each entry's detail in the same order:
+   a prefetch's destination (a device ordinal, or -1 = cudaCpuDeviceId for the host), the
+   advice (a cudaMemoryAdvise value), the synchronisation (1 stream, 2 event, 3 device); 0 for
+   the rest. */
 int  cuemuStreamLog(long long *stream_ids, int *kinds, int max);
+int  cuemuStreamLogDetail(int *details, int max);
 void cuemuStreamLogClear(void);
+/* Not CUDA: the streams (created, not destroyed) and events (created, not destroyed) alive
+   now, so a test can check that a function gives back what it creates. */
+void cuemuLiveObjects(int *streams, int *events);
 
 /* Python (ctypes) reads the emulator's diagnostics through these two. */
 const char *cuemuLastDiagnostic(void);

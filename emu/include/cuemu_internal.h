@@ -59,6 +59,9 @@ int cuemu_alloc_lookup(const void *p, cuemu_alloc_info *out);
 int cuemu_alloc_nearest(const void *p, cuemu_alloc_info *out, long long *offset);
 /* 1 if p was freed earlier (use after free); fills *out with the freed block's info. */
 int cuemu_alloc_was_freed(const void *p, cuemu_alloc_info *out);
+/* A kernel faulted at p: 1 if p is in device memory the runtime keeps inaccessible while host
+   code runs, now opened (the access is to be retried), else 0 (a real fault). */
+int cuemu_device_fault(const void *p);
 
 /* ---- errors and diagnostics (the runtime owns the state; the core reports into it) -------- */
 /* Records e as the last error (what cudaGetLastError returns and clears) and returns e.

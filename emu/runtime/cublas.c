@@ -106,6 +106,7 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
         ldb < (b_rows > 1 ? b_rows : 1) || ldc < (m > 1 ? m : 1) || !alpha || !beta ||
         (int)transa < 0 || (int)transa > 2 || (int)transb < 0 || (int)transb > 2)
         return CUBLAS_STATUS_INVALID_VALUE;
+    rt_dev_enter();   /* device work: A, B and C are device memory */
     for (int col = 0; col < n; col++) {
         for (int row = 0; row < m; row++) {
             float acc = 0.0f;
@@ -116,5 +117,6 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
             *c = *beta == 0.0f ? *alpha * acc : *alpha * acc + *beta * *c;
         }
     }
+    rt_dev_leave();
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -407,6 +407,7 @@ cudaError_t rt_sync_point(const char *what)
 cudaError_t (cudaDeviceSynchronize)(void)
 {
     RT_ENTER();
+    rt_stream_log_note(0, RT_LOG_SYNC, RT_SYNC_DEVICE);
     rt_drain_all();
     return rt_sync_point("cudaDeviceSynchronize");
 }

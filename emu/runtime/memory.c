@@ -7,7 +7,9 @@
  * allows, so the allocation ends at most 255 bytes before the back guard page: a kernel that
  * runs off the end faults at once, or (within those few bytes) changes a canary that is
  * checked at every synchronising call. Fresh memory is filled with 0xFF bytes: NaN as a
- * float, -1 as an int, so a read of memory nobody wrote shows in the result.
+ * float, -1 as an int, so a read of memory nobody wrote shows in the result. Device memory
+ * (not managed, pinned or mapped memory) is PROT_NONE while host code runs, as it is out of a
+ * CPU's reach on a GPU machine: see "device memory out of host code's reach" below.
  *
  * Accounting (what cudaMemGetInfo reports): each device or managed allocation counts its
  * size rounded up to 2 MiB, the GPU's large-page granule; a memory pool counts its reserve
@@ -118,6 +120,8 @@ void rt_unaccount(size_t bytes)
     rt_unlock();
 }
 
+static void dev_forget(rt_block *b);
+
 /* ---- registry: live blocks sorted by extent, binary-searched ----------------------------- */
 static rt_block **reg;
 static size_t reg_n, reg_cap;
@@ -175,6 +179,7 @@ void rt_registry_add(rt_block *b)
 void rt_registry_remove(rt_block *b)
 {
     rt_lock();
+    dev_forget(b);
     size_t i = reg_upper(b->ext);
     if (i > 0 && reg[i - 1] == b) {
         memmove(reg + i - 1, reg + i, (reg_n - i) * sizeof *reg);
@@ -206,8 +211,25 @@ rt_block *rt_block_map(size_t bytes, size_t size, cuemu_mem_kind kind, const cha
     if (bytes > SIZE_MAX - 3 * pg) return NULL;
     size_t data_len = (bytes + pg - 1) / pg * pg;
     size_t ext_len = data_len + 2 * pg;
-    void *m = mmap(NULL, ext_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    /* Device memory is closed and opened again at every synchronisation (rt_dev_enter), and
+       mprotect's cost is per page table entry: a large allocation starts on a 2 MiB boundary,
+       in huge pages where the host has them, which makes that cost (and the kernels' TLB
+       misses) about 500 times smaller. */
+    size_t align = kind == CUEMU_MEM_DEVICE && size >= GRANULE ? GRANULE : 0;
+    void *m = mmap(NULL, ext_len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
     if (m == MAP_FAILED) return NULL;
+    if (align) {
+        char *data = (char *)(((uintptr_t)m + pg + align - 1) & ~(uintptr_t)(align - 1));
+        char *ext = data - pg;
+        size_t head = (size_t)(ext - (char *)m), tail = align - head;
+        if (head) munmap(m, head);
+        if (tail) munmap(ext + ext_len, tail);
+        m = ext;
+#ifdef MADV_HUGEPAGE
+        madvise(data, data_len, MADV_HUGEPAGE);
+#endif
+    }
     rt_block *b = (rt_block *)calloc(1, sizeof *b);
     if (!b) { munmap(m, ext_len); return NULL; }
     b->ext = (char *)m;
@@ -221,10 +243,16 @@ rt_block *rt_block_map(size_t bytes, size_t size, cuemu_mem_kind kind, const cha
     return b;
 }
 
+static int closable(const rt_block *b);
+static int dev_open_block(rt_block *b);
+
 void rt_block_place(rt_block *b, size_t size, const char *file, int line)
 {
     canary_init();
-    if (mprotect(b->data, b->data_len, PROT_READ | PROT_WRITE) != 0) { b->base = NULL; return; }
+    rt_dev_enter();
+    int ok = closable(b) ? dev_open_block(b) == 0
+                         : mprotect(b->data, b->data_len, PROT_READ | PROT_WRITE) == 0;
+    if (!ok) { b->base = NULL; rt_dev_leave(); return; }
     char *end = b->data + b->data_len;
     char *base = (char *)((uintptr_t)(end - size) & ~(uintptr_t)(ALLOC_ALIGN - 1));
     b->base = base;
@@ -239,7 +267,110 @@ void rt_block_place(rt_block *b, size_t size, const char *file, int line)
     memset(front, CANARY_BYTE, (size_t)(base - front));
     memset(base, POISON_BYTE, size);
     memset(base + size, CANARY_BYTE, (size_t)(end - (base + size)));
+    b->dev_dirty = 0;
+    b->dev_exposed = 0;
+    b->free_queued = 0;
+    if (closable(b)) rt_segv_install();
+    rt_dev_leave();
 }
+
+/* ---- device memory out of host code's reach (rt_internal.h) -------------------------------
+   On a GPU machine a cudaMalloc pointer is an address the CPU cannot reach: host code that
+   dereferences it (a memcpy instead of cudaMemcpy) dies with a segmentation fault. Here device
+   memory is host memory, so it is kept PROT_NONE except while emulated device work runs. The
+   work opens only what it touches (one fault per block), and the cost is a few system calls per
+   block per synchronisation, not per access. */
+static rt_block **dev_opened;
+static int ndev_opened, cap_dev_opened;
+static __thread int dev_depth;
+
+static int closable(const rt_block *b)
+{
+    return b->data && b->kind == CUEMU_MEM_DEVICE && !b->dev_exposed;
+}
+
+/* Lock held, or called from a fault handler on the thread that holds it. */
+static int dev_open_block(rt_block *b)
+{
+    if (b->dev_open) return 0;
+    if (ndev_opened == cap_dev_opened) {
+        int cap = cap_dev_opened ? cap_dev_opened * 2 : 64;
+        rt_block **n = (rt_block **)realloc(dev_opened, (size_t)cap * sizeof *n);
+        if (!n) return -1;
+        dev_opened = n;
+        cap_dev_opened = cap;
+    }
+    if (mprotect(b->data, b->data_len, PROT_READ | PROT_WRITE) != 0) return -1;
+    dev_opened[ndev_opened++] = b;
+    b->dev_open = 1;
+    b->dev_dirty = 1;
+    return 0;
+}
+
+static void dev_close_all(void)
+{
+    rt_lock();
+    for (int i = 0; i < ndev_opened; i++) {
+        rt_block *b = dev_opened[i];
+        if (closable(b)) mprotect(b->data, b->data_len, PROT_NONE);
+        b->dev_open = 0;
+    }
+    ndev_opened = 0;
+    rt_unlock();
+}
+
+/* A block leaves the registry (freed, back in a pool's reserve): forget that it is open. */
+static void dev_forget(rt_block *b)
+{
+    if (!b->dev_open) return;
+    for (int i = 0; i < ndev_opened; i++)
+        if (dev_opened[i] == b) { dev_opened[i] = dev_opened[--ndev_opened]; break; }
+    b->dev_open = 0;
+}
+
+void rt_dev_enter(void)
+{
+    if (dev_depth++ == 0 && reg_n) rt_segv_install();
+}
+
+void rt_dev_leave(void)
+{
+    if (dev_depth > 0 && --dev_depth == 0 && ndev_opened) dev_close_all();
+}
+
+int rt_dev_suspend(void)
+{
+    int d = dev_depth;
+    dev_depth = 0;
+    if (ndev_opened) dev_close_all();
+    return d;
+}
+
+void rt_dev_resume(int depth) { dev_depth = depth; }
+
+int rt_dev_fault(const void *addr, rt_block **out)
+{
+    int r = 0;
+    rt_lock();
+    rt_block *b = rt_registry_find(addr);
+    if (b && closable(b) && !b->dev_open && (const char *)addr >= b->data &&
+        (const char *)addr < b->data + b->data_len) {
+        if (dev_depth > 0) {
+            r = dev_open_block(b) == 0 ? 1 : 0;
+        } else {
+            /* reported once; then the access goes on (the sticky error fails the program's
+               next call), as pinned memory's host race does */
+            mprotect(b->data, b->data_len, PROT_READ | PROT_WRITE);
+            b->dev_exposed = 1;
+            if (out) *out = b;
+            r = 2;
+        }
+    }
+    rt_unlock();
+    return r;
+}
+
+int cuemu_device_fault(const void *p) { return rt_dev_fault(p, NULL) == 1; }
 
 void rt_block_protect(rt_block *b, int accessible)
 {
@@ -359,9 +490,23 @@ static long first_bad(const char *p, size_t n)
     return -1;
 }
 
+static int slack_damaged(rt_block *b, const char *when);
+
 int rt_block_check_slack(rt_block *b, const char *when)
 {
     if (!b || !b->data || b->slack_reported || rt_block_protected(b)) return 0;
+    /* closed device memory not opened since its last check: nothing can have changed it */
+    if (closable(b) && !b->dev_dirty) return 0;
+    rt_dev_enter();
+    if (closable(b) && dev_open_block(b) != 0) { rt_dev_leave(); return 0; }
+    int bad = slack_damaged(b, when);
+    b->dev_dirty = b->dev_open && dev_depth > 1;
+    rt_dev_leave();
+    return bad;
+}
+
+static int slack_damaged(rt_block *b, const char *when)
+{
     canary_init();
     char *end = b->data + b->data_len;
     char *front = b->base - FRONT_CHECK < b->data ? b->data : b->base - FRONT_CHECK;
@@ -1265,7 +1410,8 @@ cudaError_t (cudaMemPrefetchAsync)(const void *devPtr, size_t count, struct cuda
         rt_block *b = rt_registry_find(devPtr);
         if (b) managed_record_prefetch(b, (const char *)devPtr, count, location.type, location.id);
         rt_unlock();
-        rt_stream_log_note(stream, RT_LOG_PREFETCH);
+        rt_stream_log_note(stream, RT_LOG_PREFETCH,
+                           location.type == cudaMemLocationTypeDevice ? location.id : cudaCpuDeviceId);
     }
     return rt_err(e);
 }
@@ -1284,6 +1430,7 @@ cudaError_t (cudaMemAdvise)(const void *devPtr, size_t count, enum cudaMemoryAdv
     if (e == cudaErrorInvalidDevice) e = cudaErrorInvalidValue;
     if (e == cudaSuccess) e = check_managed(devPtr, count, "cudaMemAdvise");
     if (e != cudaSuccess) return rt_err(e);
+    rt_stream_log_note(0, RT_LOG_ADVICE, (int)advice);
     /* Read-mostly is kept per page, as on a GPU (advice on part of an allocation covers the
        pages of that part); the other advice per allocation. */
     rt_lock();
@@ -1382,6 +1529,7 @@ void rt_memory_reset(void)
         memset(&ring[k], 0, sizeof ring[k]);
     }
     ring_next = 0;
+    ndev_opened = 0;
     used_mem = 0;
     managed_dev_bytes = managed_dev_peak = 0;
     rt_unlock();

@@ -13,6 +13,7 @@
  *   cudaMemPoolTrimTo does the same down to the size it is given.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,7 +230,27 @@ cudaError_t (cudaFreeAsync)(void *devPtr, cudaStream_t hStream)
     rt_op *op = rt_op_new(RT_OP_FREE, "cudaFreeAsync");
     if (!op) return rt_err(cudaErrorMemoryAllocation);
     rt_op_free_ptr(op, devPtr);
+    const char *file;
+    int line;
+    rt_op_site(op, &file, &line);
     rt_lock();
+    if (b->free_queued) {
+        /* the second free of a pointer whose first cudaFreeAsync has not run yet: refused at
+           this call, so the program's error check names this line, not a later call that
+           would otherwise return the error when the queue reaches it */
+        char here[320] = "";
+        if (file) snprintf(here, sizeof here, " at %s:%d", file, line);
+        cuemu_diag("cudaFreeAsync(%p)%s: freed twice: the cudaFreeAsync at %s:%d frees it already "
+                   "(%zu bytes allocated at %s:%d)", devPtr, here,
+                   b->free_q_file ? b->free_q_file : "(unknown file)", b->free_q_line, b->size,
+                   b->file ? b->file : "(unknown file)", b->line);
+        rt_unlock();
+        rt_op_discard(op);
+        return rt_err(cudaErrorInvalidValue);
+    }
+    b->free_queued = 1;
+    b->free_q_file = file;
+    b->free_q_line = line;
     rt_op_access(op, devPtr, b->size, 1);
     rt_unlock();
     return rt_err(rt_submit(op, hStream, 0));

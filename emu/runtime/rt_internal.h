@@ -66,6 +66,12 @@ struct rt_block {
     struct rt_acc_ref *acc_list;
     int            nacc_list, cap_acc_list;
     size_t         acc_maxlen;
+    /* device memory out of host code's reach (memory.c): open while device work runs;
+       dirty: opened since its canaries were last checked; exposed: host code touched it
+       (reported once, then left open) */
+    int            dev_open, dev_dirty, dev_exposed;
+    const char    *free_q_file; /* a cudaFreeAsync of it is queued (not run yet): its call site */
+    int            free_q_line, free_queued;
 };
 
 size_t    rt_page(void);
@@ -97,6 +103,23 @@ int       rt_block_check_slack(rt_block *b, const char *when);
 int       rt_check_all_slack(const char *when);
 void      rt_memory_reset(void);
 
+/* Device memory (cudaMalloc, cudaMallocPitch, cudaMallocAsync) is PROT_NONE while host code
+   runs, as it is out of a CPU's reach on a GPU machine. Emulated device work (kernels, the
+   runtime's copies, sets and checks) runs between rt_dev_enter and rt_dev_leave; a block it
+   touches faults once and is opened (rt_dev_fault), and the last rt_dev_leave closes every
+   opened block again. Host functions (cudaLaunchHostFunc) are host code: rt_dev_suspend
+   closes the blocks and returns the depth that rt_dev_resume restores. */
+void      rt_dev_enter(void);
+void      rt_dev_leave(void);
+int       rt_dev_suspend(void);
+void      rt_dev_resume(int depth);
+/* A fault at addr: 0 if it is not in a closed device block; 1 if it was device work (the
+   block is open now: retry); 2 if host code touched it (*out: the block, now left open so the
+   access can go on once it is reported). */
+int       rt_dev_fault(const void *addr, rt_block **out);
+/* Install the runtime's SIGSEGV handler (stream.c) if it is not installed. */
+void      rt_segv_install(void);
+
 /* ---- pools ----------------------------------------------------------------------------- */
 /* cudaFree / cudaFreeAsync of a pool block: back into its pool's reserve. */
 void      rt_pool_return(rt_block *b);
@@ -121,9 +144,12 @@ size_t    cuemu_shared_mem_per_block(void);
 /* ---- the queue of asynchronous work (stream.c) ------------------------------------------- */
 enum rt_op_kind { RT_OP_KERNEL = 1, RT_OP_COPY, RT_OP_SET, RT_OP_EVENT, RT_OP_HOSTFN,
                   RT_OP_ALLOC, RT_OP_FREE, RT_OP_WAIT,
-                  RT_LOG_PREFETCH = 9 /* logged only: a prefetch runs at the call (a hint) */ };
-/* Note in the stream log (cuemuStreamLog) a call that is not queued, with its stream. */
-void rt_stream_log_note(cudaStream_t stream, int kind);
+                  RT_LOG_PREFETCH = 9 /* logged only: a prefetch runs at the call (a hint) */,
+                  RT_LOG_ADVICE = 10, RT_LOG_SYNC = 11 };
+enum { RT_SYNC_STREAM = 1, RT_SYNC_EVENT = 2, RT_SYNC_DEVICE = 3 };
+/* Note in the stream log (cuemuStreamLog) a call that is not queued, with its stream and
+   detail (cuemuStreamLogDetail). */
+void rt_stream_log_note(cudaStream_t stream, int kind, int detail);
 typedef struct rt_op rt_op;
 struct rt_acc_ref { rt_op *op; int idx; };
 /* A new operation for `api`, carrying the call site cuemu_site() recorded (if any). */
@@ -136,6 +162,10 @@ void        rt_op_copy(rt_op *op, void *dst, size_t dpitch, const void *src, siz
 /* Takes a copy of the source now (a pageable source may be reused when the call returns). */
 int         rt_op_stage(rt_op *op);
 void        rt_op_free_ptr(rt_op *op, void *p);
+/* An operation that will not be submitted after all. */
+void        rt_op_discard(rt_op *op);
+/* The call site op carries (file NULL when none was recorded). */
+void        rt_op_site(const rt_op *op, const char **file, int *line);
 /* Records that op reads (write 0) or writes [p, p+len) for the race check and the page
    protection of pinned and managed memory; p outside every allocation is ignored. */
 void        rt_op_access(rt_op *op, const void *p, size_t len, int write);

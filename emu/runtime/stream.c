@@ -20,7 +20,8 @@
  * A synchronisation runs only what it must wait for; everything else stays queued.
  *
  * What the emulator can know, it reports:
- *   - two streams touching the same allocation (one writing) with nothing ordering them;
+ *   - two streams touching the same allocation (one writing) with nothing ordering them, and
+ *     the event recorded after the first that the second stream did not wait for;
  *   - a host access to pinned (cudaMallocHost) or managed memory that queued work will still
  *     write (or, for a host write, read): the pages are protected while such work is queued,
  *     and the fault is reported with the operation's call site and the host instruction.
@@ -34,6 +35,7 @@
 #define _GNU_SOURCE                /* dladdr, REG_ERR, clock_gettime */
 #endif
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -113,7 +115,7 @@ static __thread int site_line;
 
 /* ---- the stream log (cuemuStreamLog) ----------------------------------------------------- */
 static long long log_ids[LOG_CAP];
-static int log_kinds[LOG_CAP];
+static int log_kinds[LOG_CAP], log_details[LOG_CAP];
 static int log_n;
 
 int cuemuStreamLog(long long *stream_ids, int *kinds, int max)
@@ -128,13 +130,24 @@ int cuemuStreamLog(long long *stream_ids, int *kinds, int max)
     return n;
 }
 
+int cuemuStreamLogDetail(int *details, int max)
+{
+    rt_lock();
+    int n = log_n;
+    for (int i = 0; i < n && i < max && i < LOG_CAP; i++)
+        if (details) details[i] = log_details[i];
+    rt_unlock();
+    return n;
+}
+
 static struct CUstream_st *resolve(cudaStream_t s);
-void rt_stream_log_note(cudaStream_t stream, int kind)
+void rt_stream_log_note(cudaStream_t stream, int kind, int detail)
 {
     rt_lock();
     if (log_n < LOG_CAP) {
         log_ids[log_n] = resolve(stream)->id;
         log_kinds[log_n] = kind;
+        log_details[log_n] = detail;
     }
     log_n++;
     rt_unlock();
@@ -276,6 +289,12 @@ int rt_op_stage(rt_op *op)
 
 void rt_op_free_ptr(rt_op *op, void *p) { op->ptr = p; }
 
+void rt_op_site(const rt_op *op, const char **file, int *line)
+{
+    *file = op->file;
+    *line = op->line;
+}
+
 void rt_op_access(rt_op *op, const void *p, size_t len, int write)
 {
     if (!p || op->nacc >= MAX_ACC) return;
@@ -311,6 +330,8 @@ static void op_release(rt_op *op)
     free(op->deps);
     free(op);
 }
+
+void rt_op_discard(rt_op *op) { op_release(op); }
 
 static const char *op_what(const rt_op *op, char *buf, size_t n)
 {
@@ -357,9 +378,60 @@ static void apply_prot(rt_block *b, int state)
     b->prot = state;
 }
 
+/* Where host code made an access, as file:line when the code was built with -g (a .cu the
+   emulator compiled): the faulting instruction, or the first caller with a line (a memcpy in
+   libc called from the student's code). */
+static void host_site(const void *pc, char *where, size_t n)
+{
+    Dl_info di;
+    where[0] = 0;
+    if (!pc) { snprintf(where, n, "an unknown location"); return; }
+    cuemu_locate_pc((char *)pc + 1, where, n);
+    if (strchr(where, ':') && !strstr(where, "unknown")) return;
+    void *fr[32];
+    int nf = backtrace(fr, 32), start = -1;
+    for (int i = 0; i < nf; i++)
+        if (fr[i] == pc) { start = i; break; }
+    for (int i = start + 1; start >= 0 && i < nf; i++) {
+        cuemu_locate_pc(fr[i], where, n);
+        if (strchr(where, ':') && !strstr(where, "unknown") && !strstr(where, "runtime/")) return;
+    }
+    if (dladdr(pc, &di) && di.dli_fname)
+        snprintf(where, n, "%p in %s (%s+%#lx)", pc, di.dli_fname,
+                 di.dli_sname ? di.dli_sname : "?",
+                 (unsigned long)((const char *)pc - (const char *)(di.dli_saddr ? di.dli_saddr : di.dli_fbase)));
+    else
+        snprintf(where, n, "%p", pc);
+}
+
 static void host_fault(int sig, siginfo_t *si, void *ucv)
 {
     const char *a = (const char *)si->si_addr;
+    int write = -1;
+    const void *pc = NULL;
+#if defined(__x86_64__)
+    ucontext_t *uc = (ucontext_t *)ucv;
+    write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+    pc = (const void *)uc->uc_mcontext.gregs[REG_RIP];
+#else
+    (void)ucv;
+#endif
+    char where[512], what[512], sn[64];
+    rt_block *db = NULL;
+    int dev = rt_dev_fault(a, &db);
+    if (dev == 1) return;      /* device work touched a closed block: open now, retried */
+    if (dev == 2) {
+        host_site(pc, where, sizeof where);
+        cuemu_diag("host %s of device memory: address %p is byte %lld of the %zu-byte allocation "
+                   "made at %s:%d; host code cannot dereference a device pointer (on a GPU this is "
+                   "a segmentation fault): device memory is reached through cudaMemcpy or a "
+                   "kernel. The host access: %s",
+                   write < 0 ? "access" : write ? "write" : "read", (const void *)a,
+                   (long long)(a - db->base), db->size, db->file ? db->file : "(unknown file)",
+                   db->line, where);
+        cuemu_set_sticky_error(cudaErrorIllegalAddress);
+        return;
+    }
     rt_block *b = NULL;
     for (int i = 0; i < nprot; i++)
         if (a >= prot_list[i]->data && a < prot_list[i]->data + prot_list[i]->data_len) {
@@ -372,36 +444,12 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
         segv_installed = 0;
         return;
     }
-    int write = 0;
-    const void *pc = NULL;
-#if defined(__x86_64__)
-    ucontext_t *uc = (ucontext_t *)ucv;
-    write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
-    pc = (const void *)uc->uc_mcontext.gregs[REG_RIP];
-#else
-    (void)ucv;
-#endif
-    Dl_info di;
-    char where[512], what[512], sn[64];
-    where[0] = 0;
-    /* the host's line when the access is in code built with -g (a .cu compiled by the emulator) */
-    if (pc) {
-        cuemu_locate_pc((char *)pc + 1, where, sizeof where);
-        if (!strchr(where, ':') || strstr(where, "unknown")) where[0] = 0;
-    }
-    if (where[0]) {
-        /* found */
-    } else if (pc && dladdr(pc, &di) && di.dli_fname)
-        snprintf(where, sizeof where, "%p in %s (%s+%#lx)", pc, di.dli_fname,
-                 di.dli_sname ? di.dli_sname : "?",
-                 (unsigned long)((const char *)pc - (const char *)(di.dli_saddr ? di.dli_saddr : di.dli_fbase)));
-    else
-        snprintf(where, sizeof where, "%p", pc);
+    host_site(pc, where, sizeof where);
     rt_op *op = b->pend_op;
     cuemu_diag("host %s of %s memory allocated at %s:%d (%zu bytes; address %p, byte %lld) while "
                "queued work will still %s it: %s, on %s, has not run yet. Synchronise (cudaStreamSynchronize, "
                "cudaEventSynchronize or cudaDeviceSynchronize) before the host touches it. The host access: %s",
-               write ? "write" : "read", b->kind == CUEMU_MEM_MANAGED ? "managed" : "pinned host",
+               write > 0 ? "write" : "read", b->kind == CUEMU_MEM_MANAGED ? "managed" : "pinned host",
                b->file ? b->file : "(unknown file)", b->line, b->size, (const void *)a,
                (long long)(a - b->base), b->pend_w ? "write" : "read",
                op ? op_what(op, what, sizeof what) : "an operation",
@@ -412,9 +460,16 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
     apply_prot(b, 0);
 }
 
-static void segv_install(void)
+void rt_segv_install(void)
 {
-    if (segv_installed) return;
+    /* Another handler installed after ours (Python's faulthandler, a test framework) would see
+       every first touch of device memory by device work first: put ours back in front of it,
+       and hand it what is not ours. */
+    struct sigaction cur;
+    if (segv_installed && sigaction(SIGSEGV, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+        cur.sa_sigaction == host_fault)
+        return;
+    segv_installed = 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = host_fault;
@@ -439,7 +494,7 @@ static void protect_op(rt_op *op)
     for (int i = 0; i < op->nacc; i++) {
         rt_block *b = op->acc[i].b;
         if (protectable(b) && want_prot(b)) {
-            segv_install();
+            rt_segv_install();
             apply_prot(b, want_prot(b));
         }
     }
@@ -513,6 +568,29 @@ static size_t acc_lower(const rt_block *b, const char *p)
     return lo;
 }
 
+/* What would have ordered them: the first event recorded after o on its stream (the call a
+   program makes to hand memory to another stream, as a pool's free does), which op's stream
+   should have waited for. Naming its record sends the reader to the code that hands the memory
+   over, where the wait belongs, instead of to the two accesses alone. */
+static void race_hint(const rt_op *o, const rt_op *op, char *buf, size_t n)
+{
+    char b1[64], b2[64];
+    const rt_op *e = NULL;
+    for (const rt_op *x = o->next_in_stream; x && x != op; x = x->next_in_stream)
+        if (x->kind == RT_OP_EVENT && x->event) { e = x; break; }
+    const char *s1 = stream_name(o->stream, b1, sizeof b1);
+    const char *s2 = stream_name(op->stream, b2, sizeof b2);
+    if (e && e->file)
+        snprintf(buf, n, "; %s recorded an event after the first, at the cudaEventRecord at %s:%d, "
+                 "and %s did not wait for it (cudaStreamWaitEvent) before the second", s1, e->file,
+                 e->line, s2);
+    else if (e)
+        snprintf(buf, n, "; %s recorded an event after the first, and %s did not wait for it "
+                 "(cudaStreamWaitEvent) before the second", s1, s2);
+    else
+        snprintf(buf, n, "; %s recorded no event after the first for %s to wait for", s1, s2);
+}
+
 static int race_check(rt_op *op)
 {
     int raced = 0;
@@ -528,17 +606,18 @@ static int race_check(rt_op *op)
             if (o->done || o->stream == op->stream || !(x->write || a->write)) continue;
             if (x->hi <= a->lo) continue;
             if (ordered_before(o, op)) continue;
-            char w1[400], w2[400], d1[100], d2[100], s1[64], s2[64];
+            char w1[400], w2[400], d1[100], d2[100], s1[64], s2[64], hint[600];
+            race_hint(o, op, hint, sizeof hint);
             cuemu_diag("stream race on %s allocated at %s:%d (%zu bytes): %s on %s %s, and %s on %s %s, "
                        "with nothing ordering them (an event recorded after the first and waited for "
-                       "with cudaStreamWaitEvent before the second, or a synchronisation, would)",
+                       "with cudaStreamWaitEvent before the second, or a synchronisation, would)%s",
                        b->kind == CUEMU_MEM_DEVICE ? "device memory" : b->kind == CUEMU_MEM_MANAGED
                        ? "managed memory" : "pinned host memory",
                        b->file ? b->file : "(unknown file)", b->line, b->size,
                        op_what(o, w1, sizeof w1), stream_name(o->stream, s1, sizeof s1),
                        acc_desc(o, b->acc_list[k].idx, d1, sizeof d1),
                        op_what(op, w2, sizeof w2), stream_name(op->stream, s2, sizeof s2),
-                       acc_desc(op, i, d2, sizeof d2));
+                       acc_desc(op, i, d2, sizeof d2), hint);
             raced = 1;
         }
         if (b->nacc_list == b->cap_acc_list) {
@@ -633,11 +712,15 @@ static void op_run(rt_op *op)
             if (op->event->op == op) op->event->op = NULL;
         }
         break;
-    case RT_OP_HOSTFN:
+    case RT_OP_HOSTFN: {
+        /* a host function is host code: device memory is out of its reach */
+        int depth = rt_dev_suspend();
         if (op->fn && !sticky) op->fn(op->user);
         if (op->cb) op->cb(is_legacy(op->stream) ? (cudaStream_t)0 : op->stream,
                            (cudaError_t)sticky, op->user);
+        rt_dev_resume(depth);
         break;
+    }
     case RT_OP_FREE:
         rt_free_site(op->file, op->line);
         rt_free_device_now(op->ptr, "cudaFreeAsync");
@@ -723,6 +806,7 @@ static void run_closure(rt_op **targets, int nt, long steps)
     free(st);
     running = 1;
     unprotect_all();
+    rt_dev_enter();
     struct CUstream_st *ss[1024];
     int ns = all_streams(ss, 1024);
     while (want > 0 && steps != 0) {
@@ -765,6 +849,7 @@ static void run_closure(rt_op **targets, int nt, long steps)
         want--;
         if (steps > 0) steps--;
     }
+    rt_dev_leave();
     running = 0;
     reprotect_pending();
     gc();
@@ -833,6 +918,7 @@ cudaError_t rt_submit(rt_op *op, cudaStream_t stream, int run_now)
     if (log_n < LOG_CAP) {
         log_ids[log_n] = s->id;
         log_kinds[log_n] = op->kind;
+        log_details[log_n] = 0;
     }
     log_n++;
     if (run_now) run_closure(&op, 1, -1);
@@ -938,6 +1024,7 @@ cudaError_t (cudaStreamSynchronize)(cudaStream_t stream)
 {
     RT_ENTER();
     if (!rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
+    rt_stream_log_note(stream, RT_LOG_SYNC, RT_SYNC_STREAM);
     rt_drain_stream(stream);
     return rt_sync_point("cudaStreamSynchronize");
 }
@@ -1067,6 +1154,7 @@ cudaError_t (cudaEventSynchronize)(cudaEvent_t event)
 {
     RT_ENTER();
     if (!event_valid(event)) return rt_err(cudaErrorInvalidResourceHandle);
+    rt_stream_log_note(0, RT_LOG_SYNC, RT_SYNC_EVENT);
     rt_lock();
     rt_op *t = event->op;
     run_closure(&t, 1, -1);
@@ -1120,6 +1208,17 @@ cudaError_t (cudaEventDestroy)(cudaEvent_t event)
         }
     rt_unlock();
     return sticky ? rt_err((cudaError_t)sticky) : rt_err(e);
+}
+
+void cuemuLiveObjects(int *nstreams, int *nevents)
+{
+    int ns = 0, ne = 0;
+    rt_lock();
+    for (struct CUstream_st *s = streams; s; s = s->next) ns += !s->destroyed;
+    for (struct CUevent_st *e = events; e; e = e->next) ne++;
+    rt_unlock();
+    if (nstreams) *nstreams = ns;
+    if (nevents) *nevents = ne;
 }
 
 void rt_streams_reset(void)

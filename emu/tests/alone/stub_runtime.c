@@ -113,6 +113,13 @@ int cuemu_alloc_was_freed(const void *p, cuemu_alloc_info *out)
     return 1;
 }
 
+/* The stub's blocks are always accessible: a fault is always a real one. */
+int cuemu_device_fault(const void *p)
+{
+    (void)p;
+    return 0;
+}
+
 /* ---- errors and diagnostics ------------------------------------------------------------------ */
 static int last_error, sticky_error, async_error;
 static char diag[16384];

@@ -20,10 +20,11 @@ __device__ int deep(int n)
 }
 __global__ void recursion_kernel(int *out, int n) { out[threadIdx.x] = deep(n); }
 
+static const int spin_line = __LINE__ + 4;
 __global__ void spin_kernel(volatile int *flag)
 {
     if (threadIdx.x == 0)
-        while (*flag == 0) { }                    // waits for thread 1, which never gets to run
+        while (*flag == 0) { }                    // SPIN: waits for thread 1, which never runs
     if (threadIdx.x == 1) *flag = 1;
 }
 
@@ -88,8 +89,9 @@ int main()
     CUDA_OK(cudaMemset(d, 0, sizeof(int)));
     spin_kernel<<<1, 2>>>(d);
     EXPECT_EQ_INT(cudaDeviceSynchronize(), cudaErrorLaunchTimeout);
-    EXPECT_DIAG("watchdog: kernel spin_kernel", "thread (0,0,0) was running at",
-                "faults.cu:");
+    // the watchdog names the loop the thread spins in (sampled), not the launch
+    EXPECT_DIAG("watchdog: kernel spin_kernel", "thread (0,0,0) was spinning in a loop over",
+                here(__FILE__, spin_line));
     unsetenv("CUEMU_WATCHDOG_S");
     cuemuClearDiagnostic();
     CUDA_OK(cudaDeviceReset());

@@ -128,6 +128,27 @@ int main(void)
     EXPECT_ERR(cudaDeviceGetDefaultMemPool(&cur, 3), cudaErrorInvalidDevice);
     (void)cudaGetLastError();
 
+#ifdef __CUEMU__
+    // A second cudaFreeAsync of a pointer whose first has not run yet is refused at that call,
+    // and the diagnostic names both calls (not a later call the queued free would fail).
+    {
+        void *x = NULL;
+        OK(cudaMallocAsync(&x, 1000, s));
+        const int first_line = __LINE__ + 1;
+        OK(cudaFreeAsync(x, s));
+        cuemuClearDiagnostic();
+        const int second_line = __LINE__ + 1;
+        EXPECT_ERR(cudaFreeAsync(x, s), cudaErrorInvalidValue);
+        char want[400];
+        snprintf(want, sizeof want, "at %s:%d: freed twice: the cudaFreeAsync at %s:%d frees it",
+                 __FILE__, second_line, __FILE__, first_line);
+        EXPECT(strstr(cuemuLastDiagnostic(), want) != NULL);
+        (void)cudaGetLastError();
+        OK(cudaStreamSynchronize(s));
+        OK(cudaGetLastError());
+    }
+#endif
+
     // Reserve counts toward cudaMemGetInfo and comes back: memory in use returns to start.
     unsigned long long thr0 = 0;
     OK(cudaMemPoolSetAttribute(def, cudaMemPoolAttrReleaseThreshold, &thr0));

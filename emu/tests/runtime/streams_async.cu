@@ -77,6 +77,7 @@ int main(void)
     OK(cudaMemsetAsync(d, 1, n * sizeof(float), s1));
     EXPECT_ERR(cudaMemsetAsync(d, 2, n * sizeof(float), s2), cudaErrorIllegalState);
     EXPECT(diag_has("stream race on device memory allocated at") && diag_has("streams_async.cu"));
+    EXPECT(diag_has("recorded no event after the first for stream"));
     OK(cudaDeviceSynchronize());
     (void)cudaGetLastError();
 
@@ -88,6 +89,19 @@ int main(void)
     OK(cudaStreamWaitEvent(s2, e, 0));
     OK(cudaMemsetAsync(d, 2, n * sizeof(float), s2));
     OK(cudaDeviceSynchronize());
+    // An event recorded and never waited for: the race names the record, where the memory was
+    // handed over and the wait belongs.
+    cuemuClearDiagnostic();
+    OK(cudaMemsetAsync(d, 1, n * sizeof(float), s1));
+    const int record_line = __LINE__ + 1;
+    OK(cudaEventRecord(e, s1));
+    EXPECT_ERR(cudaMemsetAsync(d, 2, n * sizeof(float), s2), cudaErrorIllegalState);
+    char rec[300];
+    snprintf(rec, sizeof rec, "recorded an event after the first, at the cudaEventRecord at %s:%d, "
+             "and stream", __FILE__, record_line);
+    EXPECT(diag_has(rec));
+    OK(cudaDeviceSynchronize());
+    (void)cudaGetLastError();
     OK(cudaEventDestroy(e));
 
     // A host read of pinned memory a queued copy will still write.

@@ -24,6 +24,9 @@ __global__ void write_n_kernel(float *out, int n)
     if (i < n) out[i] = 1.0f;
 }
 
+// One byte written at p[i] (i may be negative), by one device thread.
+__global__ void poke_kernel(unsigned char *p, int i, int value) { p[i] = (unsigned char)value; }
+
 #ifdef __CUEMU__
 // 1 if touching p (read, or write when `write`) kills a child process with SIGSEGV/SIGBUS.
 static int faults(volatile char *p, int write)
@@ -79,7 +82,9 @@ int main(void)
     OK(cudaMalloc(&g, 8192));
     EXPECT(faults(g + 8192, 1));
     EXPECT(faults(g - 4097, 0));
-    EXPECT(!faults(g + 8191, 1));
+    EXPECT(faults(g + 8191, 1));              // host code cannot reach device memory at all
+    poke_kernel<<<1, 1>>>((unsigned char *)g, 8191, 1);   // a kernel can
+    OK(cudaDeviceSynchronize());
     OK(cudaFree(g));
     // Freed pool memory faults too.
     float *pa = NULL;
@@ -122,15 +127,15 @@ int main(void)
     OK(cudaGetLastError());
     cuemuClearDiagnostic();
 
-    // Found by cudaFree as well, and writes just before the start are caught the same way.
+    // The same at a cudaFree that runs the kernel, and for writes just before the start.
     unsigned char *b = NULL;
     OK(cudaMalloc(&b, 100));
-    b[100] = 0;                       // the host can reach device memory here: stands in for a kernel
+    poke_kernel<<<1, 1>>>(b, 100, 0);
     EXPECT_ERR(cudaFree(b), cudaErrorIllegalAddress);
-    EXPECT(diag_has("write past the end") && diag_has("found by cudaFree"));
+    EXPECT(diag_has("write past the end") && diag_has("found by the end of kernel poke_kernel"));
     OK(cudaDeviceReset());
     OK(cudaMalloc(&b, 100));
-    b[-1] = 0;
+    poke_kernel<<<1, 1>>>(b, -1, 0);
     EXPECT_ERR(cudaMemcpy(h, b, 4, cudaMemcpyDeviceToHost), cudaErrorIllegalAddress);
     EXPECT(diag_has("write before the start"));
     OK(cudaDeviceReset());
@@ -138,7 +143,8 @@ int main(void)
 
     // Writing exactly up to the end is fine.
     OK(cudaMalloc(&b, 100));
-    memset(b, 1, 100);
+    OK(cudaMemset(b, 1, 100));
+    poke_kernel<<<1, 1>>>(b, 99, 2);
     OK(cudaDeviceSynchronize());
     OK(cudaFree(b));
     EXPECT(cuemuLastDiagnostic()[0] == '\0');
