@@ -632,21 +632,10 @@ def _early_read_child():
 def test_early_read(ctx):
     """The lesson says the emulator catches a missing synchronisation before a host read: this
     keeps it true. On a GPU the same read is a race (old, new or mixed values), nothing to test."""
-    import json
-    import subprocess
     if ctx.backend != "cpu":
         raise tut.Skip("on a GPU a read before the synchronisation is a race with no fixed "
                        "outcome; the emulator's report of it is what this checks")
-    code = "import sys, driver; sys.exit(driver._early_read_child())"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, cwd=Path(__file__).resolve().parent,
-                          env=dict(os.environ, TUT_TREE=tut.tree(), TUT_BACKEND=tut.backend()))
-    result = next((json.loads(line[7:]) for line in proc.stdout.splitlines()
-                   if line.startswith("RESULT ")), None)
-    if result is None:
-        raise AssertionError(f"the child exited with {proc.returncode}:\n"
-                             f"{(proc.stdout + proc.stderr)[-2000:]}")
-    report = proc.stderr
+    result, report = tut.run_child(__file__, "_early_read_child")
     if "host read of managed memory" not in report or "scale_shift_kernel" not in report:
         raise AssertionError(f"the emulator did not report the host's early read of managed "
                              f"memory that scale_shift_kernel will write (read {result['read']}); "

@@ -827,22 +827,10 @@ def _forgotten_wait_child():
 def test_stream_race(ctx):
     """The lesson says the emulator's stream-race detector fails a 07.4 that forgets its wait:
     this keeps it true. On a GPU the race is timing-dependent: 07.4's long kernel shows it."""
-    import json
-    import os
-    import subprocess
     if ctx.backend != "cpu":
         raise tut.Skip("on a GPU the race depends on timing (07.4's long kernel exposes it); "
                        "the emulator's report of it is what this checks")
-    code = "import sys, driver; sys.exit(driver._forgotten_wait_child())"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120, cwd=Path(__file__).resolve().parent,
-                          env=dict(os.environ, TUT_TREE=tut.tree(), TUT_BACKEND=tut.backend()))
-    result = next((json.loads(line[7:]) for line in proc.stdout.splitlines()
-                   if line.startswith("RESULT ")), None)
-    if result is None:
-        raise AssertionError(f"the child exited with {proc.returncode}:\n"
-                             f"{(proc.stdout + proc.stderr)[-2000:]}")
-    report = proc.stderr
+    result, report = tut.run_child(__file__, "_forgotten_wait_child")
     if not ("stream race" in report and "hold_and_check_kernel" in report
             and "fill_u32_kernel" in report):
         raise AssertionError(f"the emulator did not report the race between s1's "

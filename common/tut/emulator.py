@@ -1,6 +1,13 @@
 # SPDX-License-Identifier: MIT
 """What only the CPU emulator can tell: the operations each stream was given."""
 import ctypes
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from .paths import backend, tree
 
 
 LOG_ADVICE, LOG_SYNC = 10, 11   # stream_log(detail=True) kinds of calls that are not queued
@@ -28,3 +35,21 @@ def stream_log(lib, call, detail=False):
     if detail:
         return [(ids[i], kinds[i], details[i]) for i in range(count)]
     return [(ids[i], kinds[i]) for i in range(count) if kinds[i] < LOG_ADVICE]
+
+
+def run_child(driver_file, function, timeout=120):
+    """Run driver.<function>() in a process of its own (for a bug that breaks the CUDA context
+    it happens in) and return (its RESULT dict, what it wrote on stderr). The function prints
+    one line "RESULT <json>". The emulator's diagnoses go to the child's stderr: the quiet the
+    harness sets while a test runs (the row gets them instead) is not passed on."""
+    env = {k: v for k, v in os.environ.items() if k != "CUEMU_QUIET"}
+    env.update(TUT_TREE=tree(), TUT_BACKEND=backend())
+    code = f"import sys, driver; sys.exit(driver.{function}())"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=timeout, cwd=Path(driver_file).resolve().parent, env=env)
+    result = next((json.loads(line[7:]) for line in proc.stdout.splitlines()
+                   if line.startswith("RESULT ")), None)
+    if result is None:
+        raise AssertionError(f"the child exited with {proc.returncode}:\n"
+                             f"{(proc.stdout + proc.stderr)[-2000:]}")
+    return result, proc.stderr
