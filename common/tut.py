@@ -54,6 +54,11 @@ def _numpy_or_venv():
 _numpy_or_venv()
 import numpy as np  # noqa: E402
 
+if os.environ.get("TUT_ISOLATE") == "1":   # issue 26: NumPy's memory shared with the worker,
+    sys.path.insert(0, str(Path(__file__).resolve().parent))   # before any array is made
+    import tut_remote  # noqa: E402
+    tut_remote.install()
+
 TUT_ERR_TODO = -1   # same values as common/tut_check.h
 TUT_ERR_ARG = -2
 TUT_ERR_LIBRARY = -100   # this and below: a chapter's own errors (LibraryError)
@@ -144,9 +149,9 @@ c_float_p = ctypes.POINTER(ctypes.c_float)
 class Library:
     """One chapter's shared library, with the common helpers bound once."""
 
-    def __init__(self, path):
+    def __init__(self, path, cdll=None):
         self.path = Path(path)
-        self.cdll = ctypes.CDLL(str(self.path))
+        self.cdll = ctypes.CDLL(str(self.path)) if cdll is None else cdll
         for name in ("tut_last_error_message", "tut_last_error_name", "tut_last_error_file",
                      "tut_last_error_expr", "tut_backend", "tut_error_name"):
             getattr(self.cdll, name).restype = ctypes.c_char_p
@@ -273,7 +278,10 @@ def load_chapter(chapter, which_tree=None, which_backend=None):
                 f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path} does not "
                 f"exist: run `make BACKEND={backend()}` first (if it did not compile, the "
                 f"compiler's errors are above)")
-        _loaded[path] = Library(path)
+        if os.environ.get("TUT_ISOLATE") == "1":   # issue 26: the library in a worker process
+            _loaded[path] = Library(path, tut_remote.RemoteCDLL(path, which_backend or backend()))
+        else:
+            _loaded[path] = Library(path)
     return _loaded[path]
 
 

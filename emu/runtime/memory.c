@@ -206,10 +206,11 @@ rt_block *rt_block_map(size_t bytes, size_t size, cuemu_mem_kind kind, const cha
     if (bytes > SIZE_MAX - 3 * pg) return NULL;
     size_t data_len = (bytes + pg - 1) / pg * pg;
     size_t ext_len = data_len + 2 * pg;
-    void *m = mmap(NULL, ext_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void *m = rt_shared_map(ext_len);   /* issue 26: memory shared with a checker, if any */
+    if (!m) m = mmap(NULL, ext_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) return NULL;
     rt_block *b = (rt_block *)calloc(1, sizeof *b);
-    if (!b) { munmap(m, ext_len); return NULL; }
+    if (!b) { rt_shared_unmap(m, ext_len); return NULL; }
     b->ext = (char *)m;
     b->ext_len = ext_len;
     b->data = (char *)m + pg;
@@ -217,7 +218,7 @@ rt_block *rt_block_map(size_t bytes, size_t size, cuemu_mem_kind kind, const cha
     b->capacity = data_len;
     b->kind = kind;
     rt_block_place(b, size, file, line);
-    if (!b->base) { munmap(m, ext_len); free(b); return NULL; }
+    if (!b->base) { rt_shared_unmap(m, ext_len); free(b); return NULL; }
     return b;
 }
 
@@ -274,13 +275,17 @@ void rt_freed_push(rt_block *b, int give_mapping)
 {
     rt_lock();
     freed_entry *e = &ring[ring_next];
-    if (e->own) munmap(e->own, e->own_len);
+    if (e->own) rt_shared_unmap(e->own, e->own_len);
     memset(e, 0, sizeof *e);
     fill_info(b, &e->info);
     e->ext = b->ext;
     e->ext_len = b->ext_len;
     if (give_mapping) {
-        if (b->data) {
+        if (b->data && rt_shared_owns(b->ext)) {   /* issue 26: the same, in the region */
+            rt_shared_release(b->ext, b->ext_len);
+            e->own = b->ext;
+            e->own_len = b->ext_len;
+        } else if (b->data) {
             /* A fresh PROT_NONE mapping over the old one hands the pages back to the host
                and keeps the addresses reserved: a late access faults instead of landing in
                whatever a later allocation put there. */
@@ -1370,7 +1375,7 @@ void rt_memory_reset(void)
     rt_lock();
     for (size_t i = 0; i < reg_n; i++) {
         rt_block *b = reg[i];
-        if (b->data) munmap(b->ext, b->ext_len);
+        if (b->data) rt_shared_unmap(b->ext, b->ext_len);
         free(b->pages);
         free(b->rm_pages);
         free(b->acc_list);
@@ -1378,7 +1383,7 @@ void rt_memory_reset(void)
     }
     reg_n = 0;
     for (unsigned k = 0; k < FREED_RING; k++) {
-        if (ring[k].own) munmap(ring[k].own, ring[k].own_len);
+        if (ring[k].own) rt_shared_unmap(ring[k].own, ring[k].own_len);
         memset(&ring[k], 0, sizeof ring[k]);
     }
     ring_next = 0;
