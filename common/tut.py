@@ -279,7 +279,10 @@ def load_chapter(chapter, which_tree=None, which_backend=None):
                 f"exist: run `make BACKEND={backend()}` first (if it did not compile, the "
                 f"compiler's errors are above)")
         if os.environ.get("TUT_ISOLATE") == "1":   # issue 26: the library in a worker process
-            _loaded[path] = Library(path, tut_remote.RemoteCDLL(path, which_backend or backend()))
+            try:
+                _loaded[path] = Library(path, tut_remote.RemoteCDLL(path, which_backend or backend()))
+            except CudaError as e:   # its process died as it loaded (a constructor's exit()...)
+                raise FileNotFoundError(f"{path} could not be loaded: {e}") from e
         else:
             _loaded[path] = Library(path)
     return _loaded[path]

@@ -59,15 +59,22 @@ _CDATA = (ctypes._SimpleCData, ctypes.Structure, ctypes.Union, ctypes.Array, cty
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
+_died_class = None
+
+
 def _worker_died_class():
-    import tut   # here, not at import: tut imports this module
+    """WorkerDied, a tut.CudaError: made on first use, since tut imports this module."""
+    global _died_class, WorkerDied
+    if _died_class is None:
+        import tut
 
-    class WorkerDied(tut.CudaError):
-        """The worker process running the student's library died or stopped answering."""
+        class WorkerDied(tut.CudaError):
+            """The worker process running the student's library died or stopped answering."""
 
-        def __init__(self, what, detail=""):
-            super().__init__(-200, "WorkerDied", what, diagnostic=detail)
-    return WorkerDied
+            def __init__(self, what, detail=""):
+                super().__init__(-200, "WorkerDied", what, diagnostic=detail)
+        _died_class = WorkerDied
+    return _died_class
 
 
 class _Region:
@@ -333,13 +340,15 @@ class _Worker:
                     self.proc.returncode = os.waitstatus_to_exitcode(status)
             except (ProcessLookupError, ChildProcessError):
                 pass
+            except PermissionError:   # a sandbox under another user: no freezing there
+                self.freeze = False
 
     def _cont(self):
         if self.frozen:
             self.frozen = False
             try:
                 os.killpg(self.proc.pid, signal.SIGCONT)
-            except ProcessLookupError:
+            except (ProcessLookupError, PermissionError):
                 pass
 
     # -- its stderr: shown as it comes, its end quoted when it dies --

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: MIT
+// Functions tests/test_isolation.py builds into a chapter's library to see how the checker
+// takes a library that crashes, hangs, exits, or keeps writing shared memory after it returns.
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+extern "C" int misbehave_crash(void) { raise(SIGSEGV); return 0; }
+extern "C" int misbehave_exit(void) { exit(3); }
+extern "C" int misbehave_hang(void) { for (;;) pause(); }
+
+static volatile unsigned char *target;
+static size_t target_n;
+
+static void *scribble(void *arg)
+{
+    (void)arg;
+    for (unsigned char v = 1;; v++) {
+        for (size_t i = 0; i < target_n; i++) target[i] = v;
+        usleep(1000);
+    }
+    return NULL;
+}
+
+// Returns at once, leaving a thread that keeps writing buf[0..n) (a checker's array).
+extern "C" int misbehave_scribble(void *buf, size_t n)
+{
+    target = (volatile unsigned char *)buf;
+    target_n = n;
+    pthread_t t;
+    return pthread_create(&t, NULL, scribble, NULL);
+}
