@@ -170,7 +170,12 @@ def install():
     capsule = mu._ARRAY_API
     table = ctypes.cast(api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule)),
                         ctypes.POINTER(ctypes.c_void_p))
-    # PyArray_API[304] is PyDataMem_SetHandler in NumPy 1.22 to 2.x (__multiarray_api.h).
+    # PyArray_API[211] is PyArray_GetNDArrayCFeatureVersion, [304] PyDataMem_SetHandler, from
+    # NumPy 1.22 (C API feature version 0xf) to 2.x (__multiarray_api.h).
+    feature = ctypes.CFUNCTYPE(ctypes.c_uint)(table[211])()
+    if feature < 0xF:
+        raise RuntimeError(f"TUT_ISOLATE=1: NumPy's C API is version {feature:#x}, before "
+                           f"PyDataMem_SetHandler (0xf, NumPy 1.22)")
     set_handler = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object)(table[304])
     region.name = ctypes.c_char_p(b"mem_handler")   # the capsule keeps the pointer: keep it alive
     handler = api.PyCapsule_New(region.so.tut_shm_handler(), region.name, None)
@@ -245,6 +250,9 @@ class _Worker:
         os.close(req_r)
         os.close(rep_w)
         self.req, self.rep = req_w, rep_r
+        self.buf, self.calls = b"", 0
+        self.poll = select.poll()
+        self.poll.register(rep_r, select.POLLIN | select.POLLHUP | select.POLLERR)
         self.freeze = os.environ.get("TUT_WORKER_FREEZE", "1") != "0"
         self.frozen = False
         self.timeout = float(os.environ.get("TUT_WORKER_TIMEOUT", "300"))
@@ -274,11 +282,14 @@ class _Worker:
 
     def _reply(self, timeout, what):
         deadline = time.monotonic() + timeout
-        head = self._read(4, deadline, what)
-        n = struct.unpack("<I", head)[0]
+        while len(self.buf) < 4:
+            self.buf += self._read(deadline, what)
+        n = struct.unpack("<I", self.buf[:4])[0]
         if n > MAX_REPLY:
             return self._fail(what, f"it sent a {n}-byte reply")
-        body = self._read(n, deadline, what)
+        while len(self.buf) < 4 + n:
+            self.buf += self._read(deadline, what)
+        body, self.buf = self.buf[4:4 + n], self.buf[4 + n:]
         try:
             reply = json.loads(body)
         except (ValueError, RecursionError):
@@ -287,20 +298,17 @@ class _Worker:
             return self._fail(what, "it sent a reply that is not a JSON object")
         return reply
 
-    def _read(self, n, deadline, what):
-        chunks, left = [], n
-        while left:
-            wait = deadline - time.monotonic()
-            if wait <= 0 or not select.select([self.rep], [], [], wait)[0]:
-                self._kill()
-                self._fail(what, f"no answer in {self.timeout:g} s (TUT_WORKER_TIMEOUT); "
-                                 f"the worker was killed")
-            b = os.read(self.rep, left)
-            if not b:
-                self._fail(what, None)
-            chunks.append(b)
-            left -= len(b)
-        return b"".join(chunks)
+    def _read(self, deadline, what):
+        wait = deadline - time.monotonic()
+        if wait <= 0 or not self.poll.poll(wait * 1000):
+            self._kill()
+            self._fail(what, f"no answer in {self.timeout:g} s (TUT_WORKER_TIMEOUT); "
+                             f"the worker was killed")
+        b = os.read(self.rep, 1 << 16)
+        if not b:
+            self._fail(what, None)
+        self.calls += 1
+        return b
 
     def _fail(self, what, why):
         """The worker is gone (or is now killed): raise WorkerDied, and keep raising it."""

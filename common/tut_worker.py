@@ -64,26 +64,19 @@ def _mapped(address):
 
 class Channel:
     def __init__(self, rfd, wfd):
-        self.rfd, self.wfd = rfd, wfd
+        self.rfd, self.wfd, self.buf = rfd, wfd, b""
 
     def read(self):
-        head = self._exact(4)
-        if head is None:
-            return None
-        n = struct.unpack("<I", head)[0]
-        if n > MAX_MESSAGE:
-            raise ValueError(f"message of {n} bytes")
-        return json.loads(self._exact(n))
-
-    def _exact(self, n):
-        chunks, left = [], n
-        while left:
-            b = os.read(self.rfd, left)
+        while len(self.buf) < 4 or len(self.buf) < 4 + struct.unpack("<I", self.buf[:4])[0]:
+            if len(self.buf) >= 4 and struct.unpack("<I", self.buf[:4])[0] > MAX_MESSAGE:
+                raise ValueError("message too long")
+            b = os.read(self.rfd, 1 << 16)
             if not b:
                 return None
-            chunks.append(b)
-            left -= len(b)
-        return b"".join(chunks)
+            self.buf += b
+        n = struct.unpack("<I", self.buf[:4])[0]
+        body, self.buf = self.buf[4:4 + n], self.buf[4 + n:]
+        return json.loads(body)
 
     def send(self, obj):
         data = json.dumps(obj, separators=(",", ":")).encode()
