@@ -28,6 +28,7 @@ The worker is started as shlex.split(TUT_WORKER_PREFIX) + [python, tut_worker.py
 grader puts its sandbox command there. CPU backend only: CUDA's pinned and managed memory cannot
 be mapped into a second process, so on BACKEND=gpu load refuses with a clear message.
 """
+import atexit
 import bisect
 import ctypes
 import json
@@ -255,6 +256,9 @@ class _Worker:
         self.poll.register(rep_r, select.POLLIN | select.POLLHUP | select.POLLERR)
         self.freeze = os.environ.get("TUT_WORKER_FREEZE", "1") != "0"
         self.frozen = False
+        # At exit: thawed for good, so that it sees its channel close and ends (a frozen
+        # sandbox around it would otherwise stay stopped); finalisers may still call it.
+        atexit.register(self._thaw)
         self.timeout = float(os.environ.get("TUT_WORKER_TIMEOUT", "300"))
         self.dead = None
         hello = self._reply(max(self.timeout, 60.0), "starting")
@@ -350,6 +354,10 @@ class _Worker:
                 pass
             except PermissionError:   # a sandbox under another user: no freezing there
                 self.freeze = False
+
+    def _thaw(self):
+        self.freeze = False
+        self._cont()
 
     def _cont(self):
         if self.frozen:

@@ -119,6 +119,7 @@ def main(argv):
                     continue
                 if res == "z" and r is not None:
                     r = r.decode("latin-1")
+                libc.fflush(None)   # a kernel's printf shows now, beside the checker's lines
                 chan.send({"r": r})
         elif op == "sym":
             try:
