@@ -256,8 +256,6 @@ class _Worker:
         self.poll.register(rep_r, select.POLLIN | select.POLLHUP | select.POLLERR)
         self.freeze = os.environ.get("TUT_WORKER_FREEZE", "1") != "0"
         self.frozen = False
-        # At exit: thawed for good, so that it sees its channel close and ends (a frozen
-        # sandbox around it would otherwise stay stopped); finalisers may still call it.
         atexit.register(self._thaw)
         self.timeout = float(os.environ.get("TUT_WORKER_TIMEOUT", "300"))
         self.dead = None
@@ -356,8 +354,17 @@ class _Worker:
                 self.freeze = False
 
     def _thaw(self):
+        """At exit (after the finalisers atexit runs, registered later): thawed, told to end
+        by the end of its channel, then killed with its process group if it does not."""
         self.freeze = False
         self._cont()
+        try:
+            req, self.req = self.req, -1
+            os.close(req)
+            self.proc.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self._kill()
 
     def _cont(self):
         if self.frozen:
@@ -401,9 +408,11 @@ class _Worker:
             self._kill()
         for fd in (self.req, self.rep):
             try:
-                os.close(fd)
+                if fd >= 0:
+                    os.close(fd)
             except OSError:
                 pass
+        self.req = self.rep = -1
 
 
 # ---- what the driver sees: a ctypes.CDLL look-alike ---------------------------------------------
