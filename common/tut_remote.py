@@ -339,15 +339,51 @@ class _Worker:
         return _worker_died_class()(what, detail)
 
     # -- freezing between calls --
+    def _tree(self):
+        """The worker's process and every descendant (a sandbox's, a fork's), by /proc."""
+        pids, todo = [], [self.proc.pid]
+        while todo:
+            p = todo.pop()
+            pids.append(p)
+            try:
+                tids = os.listdir(f"/proc/{p}/task")
+            except OSError:
+                continue
+            for t in tids:
+                try:
+                    with open(f"/proc/{p}/task/{t}/children") as f:
+                        todo += [int(c) for c in f.read().split()]
+                except (OSError, ValueError):
+                    pass
+        return pids
+
+    @staticmethod
+    def _stopped(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] in "TtZX"
+        except (OSError, IndexError):
+            return True   # gone
+
     def _stop(self):
+        """SIGSTOP the worker's process group and every descendant (one in a new session
+        too), and return once all of them have stopped."""
         if self.freeze and not self.frozen and self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGSTOP)
                 _, status = os.waitpid(self.proc.pid, os.WUNTRACED)   # once it has stopped
-                if os.WIFSTOPPED(status):
-                    self.frozen = True
-                else:   # it died meanwhile, and that wait reaped it: keep what it said
+                if not os.WIFSTOPPED(status):   # it died meanwhile, and that wait reaped it
                     self.proc.returncode = os.waitstatus_to_exitcode(status)
+                    return
+                self.frozen = True
+                self.others = self._tree()[1:]
+                for p in self.others:
+                    os.kill(p, signal.SIGSTOP)
+                deadline = time.monotonic() + 5
+                while not all(self._stopped(p) for p in self.others):
+                    if time.monotonic() > deadline:
+                        self._fail("a pause between calls", "its processes would not stop")
+                    time.sleep(0.0002)
             except (ProcessLookupError, ChildProcessError):
                 pass
             except PermissionError:   # a sandbox under another user: no freezing there
@@ -358,17 +394,23 @@ class _Worker:
         by the end of its channel, then killed with its process group if it does not."""
         self.freeze = False
         self._cont()
+        others = self._tree()[1:]   # now: once the worker is gone, its orphans are not its
         try:
             req, self.req = self.req, -1
             os.close(req)
             self.proc.wait(timeout=2)
         except (OSError, subprocess.TimeoutExpired):
             pass
-        self._kill()
+        self._kill(others)
 
     def _cont(self):
         if self.frozen:
             self.frozen = False
+            for p in getattr(self, "others", ()):
+                try:
+                    os.kill(p, signal.SIGCONT)
+                except (ProcessLookupError, PermissionError):
+                    pass
             try:
                 os.killpg(self.proc.pid, signal.SIGCONT)
             except (ProcessLookupError, PermissionError):
@@ -392,8 +434,13 @@ class _Worker:
         text = getattr(self, "last", b"").decode(errors="replace").strip()
         return "\n".join(text.splitlines()[-15:])
 
-    def _kill(self):
+    def _kill(self, others=()):
         self._cont()
+        for p in list(others) + self._tree()[1:]:   # descendants first, in a new session too
+            try:
+                os.kill(p, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):

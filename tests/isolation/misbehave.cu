@@ -32,3 +32,17 @@ extern "C" int misbehave_scribble(void *buf, size_t n)
     pthread_t t;
     return pthread_create(&t, NULL, scribble, NULL);
 }
+
+// The same from a child process in a session of its own (not in the worker's process group).
+extern "C" int misbehave_scribble_elsewhere(void *buf, size_t n)
+{
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        setsid();
+        target = (volatile unsigned char *)buf;
+        target_n = n;
+        scribble(NULL);
+    }
+    return 0;
+}
