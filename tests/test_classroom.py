@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import tarfile
+import time
 import unittest
 import zipfile
 from pathlib import Path
@@ -245,10 +246,12 @@ class Handout(unittest.TestCase):
             if f.is_file():
                 data = f.read_bytes()
                 self.assertNotIn(token.encode(), data, f)
-                # it stands alone: nothing refers to what it leaves out
-                self.assertNotIn(b"solutions/0", data.replace(b"`solutions/`", b""), f)
+                # it stands alone: nothing includes or links to what it leaves out
+                if f.suffix in (".cu", ".h", ".cuh"):
+                    self.assertIsNone(re.search(rb'#\s*include\s*"[^"]*solutions/', data), f)
                 if f.suffix == ".md":
-                    self.assertNotIn(b"](docs/instructor.md)", data, f)
+                    self.assertIsNone(re.search(rb"\]\([^)]*(instructor\.md|solutions/)", data),
+                                      f)
 
 
 HIDDEN_TEST = '''
@@ -747,6 +750,142 @@ class Verdict(unittest.TestCase):
             rows = {row["student"]: row for row in csv.DictReader(f)}
         self.assertEqual(rows["forger"]["total"], "9")
         self.assertEqual(rows["forger"]["sandbox"], "in-process")
+
+class Platforms(unittest.TestCase):
+    """make gradescope's autograder, run as Gradescope runs it (a folder laid out as /autograder,
+    no GPU), within Gradescope's default 768 MB; PrairieLearn's and Classroom 50's result
+    files from the same packaged course."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = scratch("platforms")
+        hidden = cls.dir / "hidden"
+        hidden.mkdir()
+        (hidden / "01_extra.py").write_text(HIDDEN_TEST)
+        env = dict(os.environ, PYTHON=sys.executable)
+        cls.make = run(["make", "--no-print-directory", "-C", str(REPO), "gradescope", "CH=01",
+                        f"HIDDEN={hidden}", f"BUILD={cls.dir / 'build'}",
+                        f"PYTHON={sys.executable}"])
+        cls.zip = cls.dir / "build" / "gradescope" / "autograder.zip"
+        if cls.make.returncode:
+            return
+        root = cls.root = cls.dir / "autograder"
+        with zipfile.ZipFile(cls.zip) as z:
+            cls.names = z.namelist()
+            z.extractall(root / "source")
+        for script in ("setup.sh", "run_autograder"):
+            (root / "source" / script).chmod(0o755)
+        (root / "submission").mkdir()
+        (root / "submission" / CU).write_text(solution())   # uploaded as the bare file
+        (root / "submission_metadata.json").write_text(json.dumps(
+            {"created_at": "2026-12-01T10:00:00.000000-08:00", "assignment": {}}))
+        cls.setup = run([str(root / "source" / "setup.sh")], env=env)
+        cls.peak = 0
+        if cls.setup.returncode == 0:
+            cls.graded, cls.peak = run_measured([str(root / "source" / "run_autograder")],
+                                                dict(env, AUTOGRADER_ROOT=str(root)))
+            print(f"run_autograder: peak resident memory {cls.peak / (1 << 20):.0f} MiB",
+                  file=sys.stderr)
+
+    def setUp(self):
+        self.assertEqual(self.make.returncode, 0, self.make.stdout + self.make.stderr)
+        self.assertEqual(self.setup.returncode, 0, self.setup.stdout + self.setup.stderr)
+
+    def test_the_zip_holds_what_gradescope_runs_and_no_answers(self):
+        self.assertIn("setup.sh", self.names)
+        self.assertIn("run_autograder", self.names)
+        self.assertIn("course/tools/grade.py", self.names)
+        self.assertIn("hidden/01_extra.py", self.names)
+        self.assertFalse([n for n in self.names if n.startswith("course/solutions/")
+                          or n == "course/docs/instructor.md"])
+
+    def test_run_autograder_writes_results_json_within_768_mb(self):
+        self.assertEqual(self.graded.returncode, 0, self.graded.stdout + self.graded.stderr)
+        res = json.loads((self.root / "results" / "results.json").read_text())
+        self.assertEqual(res["score"], 10, res)
+        self.assertIsInstance(res["execution_time"], int)
+        for t in res["tests"]:
+            self.assertLessEqual({"name", "score", "max_score", "status", "output",
+                                  "visibility"}, set(t))
+        vis = {t["name"].split()[0]: t["visibility"] for t in res["tests"]}
+        self.assertEqual(vis["01.2+big-prime"], "after_due_date")
+        self.assertLess(self.peak, 768 << 20, f"peak resident memory {self.peak >> 20} MiB")
+
+    def test_prairielearn_and_classroom50_results(self):
+        sub = self.dir / "carol"
+        sub.mkdir()
+        (sub / CU).write_text(solution().replace("i += stride", "i += stride * 2", 1))
+        course = self.root / "source" / "course"
+        env = dict(os.environ, CLASSROOM="cuda", ASSIGNMENT="ch01",
+                   SUBMISSION_TAG="submit/2026-12-01T10-00-00Z-abc1234",
+                   COMMIT_URL="https://example.invalid/c", RELEASE_URL="https://example.invalid/r")
+        r = run([sys.executable, str(course / "tools" / "grade.py"), "--submission", str(sub),
+                 "--out", str(self.dir / "carol-out"), "--chapters", "01", "--hidden",
+                 str(self.root / "source" / "hidden"), "--seed", "3", "--platform",
+                 f"prairielearn={self.dir / 'pl.json'}", "--platform",
+                 f"classroom50={self.dir / 'result.json'}"], env=env, cwd=course)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)   # not every point
+        pl = json.loads((self.dir / "pl.json").read_text())
+        self.assertIs(pl["gradable"], True)
+        self.assertAlmostEqual(pl["score"], 0.8)
+        self.assertEqual(sum(t["points"] for t in pl["tests"]), 8)
+        self.assertEqual(sum(t["max_points"] for t in pl["tests"]), 10)
+        for t in pl["tests"]:
+            self.assertLessEqual({"name", "points", "max_points", "message", "output"}, set(t))
+        c50 = json.loads((self.dir / "result.json").read_text())
+        # the checks Classroom 50's runner and collector make (validate_result)
+        self.assertEqual(c50["schema"], "classroom50/result/v1")
+        self.assertEqual((c50["classroom"], c50["assignment"]), ("cuda", "ch01"))
+        self.assertTrue(c50["submission"].startswith("submit/"))
+        for field in ("commit", "release", "review", "datetime"):
+            self.assertIsInstance(c50[field], str)
+            self.assertTrue(c50[field])
+        self.assertRegex(c50["datetime"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        self.assertEqual((c50["score"], c50["max-score"]), (8, 10))
+        for t in c50["tests"]:
+            self.assertEqual(set(t), {"test-name", "passed", "score", "max-score"})
+            self.assertIsInstance(t["passed"], bool)
+            self.assertTrue(0 <= t["score"] <= t["max-score"])
+
+
+def run_measured(cmd, env):
+    """Run cmd; also the peak of the resident memory of it and all its descendants together,
+    sampled every 20 ms from /proc."""
+    import threading
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    peak = [0]
+
+    def sample():
+        while proc.poll() is None:
+            parents = {}
+            for p in Path("/proc").glob("[0-9]*"):
+                try:
+                    stat = (p / "stat").read_text()
+                    parents[int(p.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue
+            tree, grew = {proc.pid}, True
+            while grew:
+                more = {c for c, pp in parents.items() if pp in tree} - tree
+                grew = bool(more)
+                tree |= more
+            total = 0
+            for pid in tree:
+                try:
+                    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                        if line.startswith("VmRSS:"):
+                            total += int(line.split()[1]) << 10
+                except OSError:
+                    pass
+            peak[0] = max(peak[0], total)
+            time.sleep(0.02)
+
+    t = threading.Thread(target=sample)
+    t.start()
+    out, err = proc.communicate()
+    t.join()
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err), peak[0]
 
 
 if __name__ == "__main__":

@@ -50,6 +50,14 @@ prairielearn: python ## build/prairielearn/: the course, HIDDEN= tests and run.s
 	@$(PY) tools/platforms/package.py prairielearn --out $(BUILD)/prairielearn $(if $(HIDDEN),--hidden $(HIDDEN)) \
 		--chapters $(or $(CH_GIVEN),01) --timeout $(TIMEOUT)
 
+# The benchmark of grading a class: COUNT generated submissions of one chapter (stubs, solutions,
+# solutions with one planted bug each), graded as grade-all grades them, sandbox on.
+COUNT       ?= 200
+grade-bench: python ## time grade-all on COUNT=200 generated submissions of CH=01, JOBS at a time, each in a sandbox
+	@$(PY) tools/fake_submissions.py --chapter $(or $(CH_GIVEN),01) --count $(COUNT) --out $(BUILD)/grade-bench/submissions
+	@$(TEST_ENV) $(PY) tools/grade.py --all $(BUILD)/grade-bench/submissions --out $(BUILD)/grade-bench/out \
+		--jobs $(JOBS) $(GRADE_ARGS) | tail -4
+
 handout: python ## a student repository in HANDOUT=build/handout: no solutions/, hidden tests or history; then checks it (CHECK=0: not)
 	@$(PY) tools/handout.py --out $(HANDOUT) $(if $(HIDDEN),--hidden $(HIDDEN)) \
 		$(if $(filter 0,$(CHECK)),,--check $(or $(CH_GIVEN),01)) --python $(PY_ABS)
@@ -70,4 +78,4 @@ grade-vars:
 	@echo 'nvccflags=$(TUT_NVCC) $(NVCCFLAGS)'
 	@$(foreach c,$(CHAPTERS),echo 'ldlibs_$(c)=$(LDLIBS_$(c))';)
 
-.PHONY: grade grade-all gradescope prairielearn handout grade-prereqs grade-vars
+.PHONY: grade grade-all grade-bench gradescope prairielearn handout grade-prereqs grade-vars

@@ -573,7 +573,7 @@ class Grader:
             self._tests[key] = tests
         return tests
 
-    def grade(self, name, files, ws, submitted=None):
+    def grade(self, name, files, ws, submitted=None, progress=None):
         """Grade one submission (files: as from submission_files). Returns the score dict."""
         started = time.monotonic()
         chapters = self.chapters
@@ -623,6 +623,8 @@ class Grader:
                     tests.append(entry)
                     continue
                 tests.append(self.run_test(ws, ch, test_id, env, entry))
+                if progress:
+                    progress(entry)
         skipped = sum(t["status"] == "SKIP" for t in tests)
         if skipped:
             notes.append(f"{skipped} test(s) could not run on the {self.backend} backend here "
@@ -865,7 +867,14 @@ def grade_one(grader, args):
     sub = args.submission.resolve()
     name = args.name or (student_name(sub) if sub != REPO else "this copy")
     submitted = parse_time(args.submitted, "--submitted") if args.submitted else None
-    result = grader.grade(name, submission_files(sub), args.out / "work", submitted)
+    print(f"grading {name}: chapter(s) {', '.join(grader.chapters)}, "
+          f"{SANDBOX_WORDS[grader.mode]}", flush=True)
+
+    def progress(t):   # a line per test: grading a chapter takes a while
+        print(f"  {t['id']:<14} {reports.MARK.get(t['status'], t['status'])} "
+              f"({t['seconds']:.1f} s)", flush=True)
+    result = grader.grade(name, submission_files(sub), args.out / "work", submitted, progress)
+    print()
     write_reports(result, args.out)
     for platform, path in args.platform:
         write_platform(result, platform, path)
