@@ -299,6 +299,11 @@ static void tut_try_create(const char *path)
 }
 __attribute__((constructor)) static void tut_escape(void)
 {
+    // what it must not even see: any of these in view, and it crashes (and loses points)
+    const char *secret[] = {"@REPO@/solutions/@CH@/@CU@", "@REPO@/tools/grade.py", "@HIDDEN@",
+                            "@DIR@/roster.csv", "@REPO@/build/cpu/solutions"};
+    for (unsigned k = 0; k < sizeof secret / sizeof *secret; k++)
+        if (access(secret[k], F_OK) == 0) { fprintf(stderr, "I see %s\n", secret[k]); abort(); }
     tut_try_create("@REPO@/common/tut_tampered_@T@.py");      // the instructor's tree
     tut_try_create("@HIDDEN@/01_tampered_@T@.py");             // the hidden tests
     tut_try_create("@OUT@/tampered_@T@");                      // the grader's output
@@ -435,6 +440,8 @@ class Grading(unittest.TestCase):
 
         def fill(snippet):
             return (snippet.replace("@REPO@", str(REPO)).replace("@HIDDEN@", str(hidden))
+                    .replace("@DIR@", str(cls.dir)).replace("@CH@", CH)
+                    .replace("@CU@", CU)
                     .replace("@OUT@", str(cls.out)).replace("@T@", cls.token)
                     .replace("@T8@", cls.token[:8]).replace("@PORT@", str(port)))
 
@@ -574,7 +581,7 @@ class Grading(unittest.TestCase):
         self.assertEqual(self.book["absent"]["total"], "0")
         # 2 days late at 10% of 10 points a day
         self.assertEqual((self.book["crash"]["days_late"], self.book["crash"]["penalty"],
-                          self.book["crash"]["final"]), ("2", "2.0", "7.0"))
+                          self.book["crash"]["final"]), ("2", "2", "7"))
         self.assertEqual(self.book["good"]["final"], "10")
         self.assertNotIn("ghost", self.book)
         self.assertFalse((self.out / "results" / "ghost").exists())

@@ -30,6 +30,7 @@ import argparse
 import ast
 import concurrent.futures
 import csv
+import ctypes
 import datetime
 import hashlib
 import json
@@ -61,8 +62,7 @@ SANDBOX_WORDS = {"isolated": "sandboxed; the student's library in a worker, the 
                              "outside it",
                  "in-process": "sandboxed, but the student's library shares the test's process "
                                "(no worker/checker split here): it could forge its own result",
-                 "none": "NOT sandboxed (SANDBOX=none): student code ran with the grader's "
-                         "rights"}
+                 "none": "NOT sandboxed: student code ran with the grader's rights"}
 
 
 class GradeError(Exception):
@@ -196,6 +196,8 @@ def run_limited(cmd, cwd, env, timeout, max_output, log_path, fsize=True):
     fsize=False: no file size limit (a checker sizes its shared memory with ftruncate, which
     the limit would refuse; its worker has the limit)."""
     def limits():
+        # dies with the grader (a grade-all interrupted leaves nothing running)
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)   # PR_SET_PDEATHSIG
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         # a runaway write to a file dies here rather than filling the disk
         if fsize:
@@ -396,7 +398,7 @@ class Grader:
                 for cand in (tok, tok[2:] if tok.startswith(("-I", "-L")) else ""):
                     if cand.startswith("/") and os.path.exists(cand):
                         paths.add(cand)
-        for tool in ("rewrite", "cxx", "nvcc"):
+        for tool in ("cxx", "nvcc"):
             exe = shutil.which(self.vars.get(tool, [""])[0] or "-")
             if exe:
                 # a compiler outside /usr (a CUDA toolkit in /opt, say) brings its whole prefix
@@ -407,9 +409,14 @@ class Grader:
                              capture_output=True, text=True, check=True)
         paths.update(run.stdout.split())
         paths.add(sys.base_prefix)   # the interpreter that runs tools/sandbox.py
+        # never a folder that holds what a submission must not see: this tree (solutions/,
+        # the instructor's build, tools/), the grader's output, the hidden tests
+        secret = [os.path.realpath(x) for x in (REPO, self.out, self.hidden) if x]
         keep = []
         for p in sorted(paths, key=len):
             real = os.path.realpath(p)
+            if any(real == x or x.startswith(real.rstrip("/") + "/") for x in secret):
+                continue
             if real in ("/", "/usr") or any(real == k or real.startswith(k.rstrip("/") + "/")
                                             for k in keep + list(sandbox.SYSTEM)):
                 continue
@@ -579,9 +586,10 @@ class Grader:
         chapters = self.chapters
         taken, notes = self.workspace(chapters, files, ws)
         if self.mode != "isolated":
+            why = getattr(self, "sandbox_missing", "")
             notes.append(f"graded {SANDBOX_WORDS[self.mode]}"
-                         + (f" ({self.sandbox_missing})" if getattr(self, "sandbox_missing", "")
-                            else ""))
+                         + (f" (no sandbox can be made here: {why})" if why else
+                            " (SANDBOX=none)" if self.mode == "none" else ""))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("TUT_", "CUEMU_"))}
         env.update(TUT_BACKEND=self.backend, TUT_TREE="chapters", TUT_BUILD=str(ws / "build"),
                    PYTHONDONTWRITEBYTECODE="1")
@@ -622,7 +630,14 @@ class Grader:
                         shown_at[bad[0]] = test_id
                     tests.append(entry)
                     continue
-                tests.append(self.run_test(ws, ch, test_id, env, entry))
+                where = untouched(ws, ch, regions.get(ex_id, {}).get("regions", []), ex_id)
+                if where:
+                    # the harness would say just this without calling the library: no process
+                    entry.update(status="NOT DONE",
+                                 message=f"exercise not done yet: TODO(student) at {where}")
+                    tests.append(entry)
+                else:
+                    tests.append(self.run_test(ws, ch, test_id, env, entry))
                 if progress:
                     progress(entry)
         skipped = sum(t["status"] == "SKIP" for t in tests)
@@ -698,6 +713,26 @@ class Grader:
         return entry
 
 
+def untouched(ws, chapter, regions, ex_id):
+    """file:line of the exercise's first TODO(student) when every region of it is still the
+    stub tools/exercises.py generated (the test of the harness's Chapter.untouched, whose
+    verdict is "NOT DONE" without running anything), else None."""
+    marker, first, count = f"TODO(student) {ex_id}:", None, 0
+    for r in regions:
+        try:
+            lines = (ws / "chapters" / chapter / r["file"]).read_text().splitlines(keepends=True)
+        except (OSError, UnicodeDecodeError):
+            return None
+        for i, line in enumerate(lines):
+            start = i - r["todo_line"]
+            if marker in line and start >= 0 and hashlib.sha256(
+                    "".join(lines[start:start + r["lines"]]).encode()).hexdigest() == r["sha256"]:
+                first = first or f"chapters/{chapter}/{r['file']}:{i + 1}"
+                count += 1
+                break
+    return first if regions and count == len(regions) else None
+
+
 def late(result, submitted, deadline, penalty):
     """Submission time and late penalty: penalty% of the maximum for each day (or part of one)
     after the deadline, never below 0 points."""
@@ -707,8 +742,10 @@ def late(result, submitted, deadline, penalty):
     if submitted and deadline and submitted > deadline:
         days = math.ceil((submitted - deadline).total_seconds() / 86400)
         cut = min(result["score"], round(result["max_score"] * penalty / 100 * days, 2))
+        cut = int(cut) if float(cut).is_integer() else cut
+        final = round(result["score"] - cut, 2)
         result["days_late"], result["penalty"] = days, cut
-        result["final"] = round(result["score"] - cut, 2)
+        result["final"] = int(final) if float(final).is_integer() else final
         if cut:
             result["notes"].append(f"submitted {result['submitted']}, {days} day(s) after the "
                                    f"deadline: {cut:g} point(s) off ({penalty:g}% of the "
