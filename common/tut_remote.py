@@ -251,7 +251,7 @@ class _Worker:
         os.close(req_r)
         os.close(rep_w)
         self.req, self.rep = req_w, rep_r
-        self.buf, self.calls = b"", 0
+        self.buf, self.requests, self.seconds = b"", 0, 0.0
         self.poll = select.poll()
         self.poll.register(rep_r, select.POLLIN | select.POLLHUP | select.POLLERR)
         self.freeze = os.environ.get("TUT_WORKER_FREEZE", "1") != "0"
@@ -269,17 +269,22 @@ class _Worker:
     def request(self, msg, what):
         if self.dead:
             raise self.dead
-        self._cont()
+        started = time.perf_counter()
         data = json.dumps(msg, separators=(",", ":")).encode()
         data = struct.pack("<I", len(data)) + data
-        try:
+        try:   # the request first, then the thaw: it wakes once, to a message waiting for it
+            while len(data) > 1 << 15 and self.frozen:   # more than a pipe holds: thaw first
+                self._cont()
             while data:
                 data = data[os.write(self.req, data):]
+                self._cont()
         except OSError:
             return self._fail(what, "its channel is closed")
         reply = self._reply(self.timeout, what)
         self._stop()
         self._relay()
+        self.requests += 1
+        self.seconds += time.perf_counter() - started
         return reply
 
     def _reply(self, timeout, what):
@@ -309,7 +314,6 @@ class _Worker:
         b = os.read(self.rep, 1 << 16)
         if not b:
             self._fail(what, None)
-        self.calls += 1
         return b
 
     def _fail(self, what, why):
@@ -392,6 +396,9 @@ class _Worker:
     def _thaw(self):
         """At exit (after the finalisers atexit runs, registered later): thawed, told to end
         by the end of its channel, then killed with its process group if it does not."""
+        if os.environ.get("TUT_REMOTE_STATS"):   # what isolation cost this process
+            print(f"tut_remote: {self.requests} requests to the worker, {self.seconds:.3f} s "
+                  f"in them (calls, waiting and freezing)", file=sys.stderr)
         self.freeze = False
         self._cont()
         others = self._tree()[1:]   # now: once the worker is gone, its orphans are not its
