@@ -236,9 +236,10 @@ class _Worker:
         region = install()
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
-        self.err = tempfile.TemporaryFile(prefix="tut-worker-stderr-")
-        os.set_blocking(self.err.fileno(), True)
-        self.err_pos = 0
+        # Its stdout and stderr: files the checker copies to its own fds 1 and 2 after each
+        # call, wherever those point then (a test's output file), in the order it printed.
+        self.out = [self._spool("stdout"), self._spool("stderr")]
+        self.last = b""
         cmd = shlex.split(os.environ.get("TUT_WORKER_PREFIX", "")) + [
             sys.executable, "-I", "-S", str(HERE / "tut_worker.py"), str(req_r), str(rep_w),
             f"{region.fd}:{region.base:#x}:{region.size:#x}:{region.half:#x}", str(path)]
@@ -246,7 +247,8 @@ class _Worker:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TUT_")}
         sys.stdout.flush()
         self.proc = subprocess.Popen(cmd, pass_fds=(req_r, rep_w, region.fd), env=env,
-                                     stdin=subprocess.DEVNULL, stderr=self.err,
+                                     stdin=subprocess.DEVNULL, stdout=self.out[0][0],
+                                     stderr=self.out[1][0],
                                      start_new_session=True, close_fds=True)
         os.close(req_r)
         os.close(rep_w)
@@ -424,21 +426,33 @@ class _Worker:
                 pass
 
     # -- its stderr: shown as it comes, its end quoted when it dies --
+    @staticmethod
+    def _spool(name):
+        f = tempfile.TemporaryFile(prefix=f"tut-worker-{name}-", buffering=0)
+        import fcntl   # appends whatever the offset: the checker reads the same file
+        fcntl.fcntl(f.fileno(), fcntl.F_SETFL, fcntl.fcntl(f.fileno(), fcntl.F_GETFL) | os.O_APPEND)
+        return [f, 0]
+
     def _relay(self):
-        self.err.seek(self.err_pos)
-        data = self.err.read()
-        if data:
-            self.err_pos += len(data)
-            sys.stderr.flush()
-            try:
-                sys.stderr.buffer.write(data)
-            except AttributeError:
-                sys.stderr.write(data.decode(errors="replace"))
-            sys.stderr.flush()
-        self.last = (getattr(self, "last", b"") + data)[-4000:]
+        for fd, spool in ((1, self.out[0]), (2, self.out[1])):
+            f = spool[0]
+            while True:
+                data = os.pread(f.fileno(), 1 << 20, spool[1])
+                if not data:
+                    break
+                spool[1] += len(data)
+                if fd == 2:
+                    self.last = (self.last + data)[-4000:]
+                (sys.stdout if fd == 1 else sys.stderr).flush()
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view):]
+            if spool[1] > 1 << 20:   # copied out: the file need not keep it
+                os.ftruncate(f.fileno(), 0)
+                spool[1] = 0
 
     def _tail(self):
-        text = getattr(self, "last", b"").decode(errors="replace").strip()
+        text = self.last.decode(errors="replace").strip()
         return "\n".join(text.splitlines()[-15:])
 
     def _kill(self, others=()):
