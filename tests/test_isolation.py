@@ -141,9 +141,15 @@ class ThroughTheProxy(unittest.TestCase):
                 d.upload(a)
                 tut.assert_equal(d.download(np.float32, a.shape), a)
             assert lib.device_count() == 1 and lib.mem_info()[1] > 0
+            try:   # CUDA's pinned and managed memory cannot be shared with a second process
+                tut_remote.RemoteCDLL("libx.so", "gpu")
+            except RuntimeError as e:
+                print("gpu:", e)
             print("ok", lib.backend)
         """)
         self.assertIn("ok cpu", out)
+        self.assertIn("gpu: TUT_ISOLATE=1 runs the library in a worker process, which needs the "
+                      "cpu backend", out)
 
     def test_an_address_of_the_checkers_own_memory_is_refused(self):
         out = self.script("""
