@@ -24,7 +24,9 @@ import socket
 import xml.etree.ElementTree as ET
 
 VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
-MARK = {"PASS": "pass", "FAIL": "FAIL", "NOT DONE": "todo", "ERROR": "ERROR", "SKIP": "skip"}
+# the harness's statuses (issue 20 adds NOT BUILT and CRASH rows)
+MARK = {"PASS": "pass", "FAIL": "FAIL", "NOT DONE": "todo", "ERROR": "ERROR", "SKIP": "skip",
+        "NOT BUILT": "FAIL", "CRASH": "FAIL"}
 # ANSI escape sequences (colours, cursor moves) and characters XML 1.0 cannot hold
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff\ud800-\udfff]")
