@@ -24,13 +24,21 @@ static void *scribble(void *arg)
     return NULL;
 }
 
-// Returns at once, leaving a thread that keeps writing buf[0..n) (a checker's array).
+// Until the writer has started (buf[0] was 0): then the test sees it stop, not never start.
+static int started(void)
+{
+    for (int i = 0; i < 5000 && !target[0]; i++) usleep(1000);
+    return target[0] ? 0 : -1;
+}
+
+// Returns once a thread it leaves behind keeps writing buf[0..n) (a checker's array).
 extern "C" int misbehave_scribble(void *buf, size_t n)
 {
     target = (volatile unsigned char *)buf;
     target_n = n;
     pthread_t t;
-    return pthread_create(&t, NULL, scribble, NULL);
+    if (pthread_create(&t, NULL, scribble, NULL) != 0) return -1;
+    return started();
 }
 
 // The same from a child process in a session of its own (not in the worker's process group).
@@ -38,11 +46,11 @@ extern "C" int misbehave_scribble_elsewhere(void *buf, size_t n)
 {
     pid_t pid = fork();
     if (pid < 0) return -1;
+    target = (volatile unsigned char *)buf;
+    target_n = n;
     if (pid == 0) {
         setsid();
-        target = (volatile unsigned char *)buf;
-        target_n = n;
         scribble(NULL);
     }
-    return 0;
+    return started();
 }
