@@ -241,7 +241,7 @@ class _Worker:
         # Its stdout and stderr: files the checker copies to its own fds 1 and 2 after each
         # call, wherever those point then (a test's output file), in the order it printed.
         self.out = [self._spool("stdout"), self._spool("stderr")]
-        self.last = b""
+        self.last, self.failing = b"", False
         cmd = shlex.split(os.environ.get("TUT_WORKER_PREFIX", "")) + [
             sys.executable, "-I", "-S", str(HERE / "tut_worker.py"), str(req_r), str(rep_w),
             f"{region.fd}:{region.base:#x}:{region.size:#x}:{region.half:#x}", str(path)]
@@ -336,7 +336,9 @@ class _Worker:
                 why = f"it exited with status {rc}"
         else:
             self._kill()
+        self.failing = True
         self._relay()
+        self.failing = False
         tail = self._tail()
         self.dead = self._died(f"the library's process died during {what}: {why}",
                                f"its last words (stderr):\n{tail}" if tail else "")
@@ -447,8 +449,13 @@ class _Worker:
                     self.last = (self.last + data)[-4000:]
                 (sys.stdout if fd == 1 else sys.stderr).flush()
                 view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view):]
+                try:
+                    while view:
+                        view = view[os.write(fd, view):]
+                except OSError as e:   # EFBIG: past the output limit (TUT_OUTPUT_MAX)
+                    if self.dead or self.failing:
+                        return
+                    self._fail("copying its output", f"its output could not be written: {e}")
             if spool[1] > 1 << 20:   # copied out: the file need not keep it
                 os.ftruncate(f.fileno(), 0)
                 spool[1] = 0

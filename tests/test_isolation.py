@@ -186,12 +186,28 @@ class ThroughTheProxy(unittest.TestCase):
                 except tut.CudaError as e:
                     print(name, "->", e.name, str(e).splitlines()[0])
             print("after:", lib.device_count())   # a fresh worker answers
+            # A printf flood past the output limit (RLIMIT_FSIZE on the test's output file)
+            import os, resource, tempfile
+            with tempfile.TemporaryFile() as f:
+                saved = os.dup(1)
+                os.dup2(f.fileno(), 1)
+                resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, resource.RLIM_INFINITY))
+                try:
+                    lib.bind("misbehave_flood", [])()
+                    what = "returned"
+                except tut.CudaError as e:
+                    what = str(e).splitlines()[0]
+                resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY,) * 2)
+                os.dup2(saved, 1)
+            print("flood ->", what)
         """, TUT_BUILD=build, TUT_WORKER_TIMEOUT=3)
         self.assertIn("misbehave_crash -> WorkerDied", out)
         self.assertIn("killed by SIGSEGV", out)
         self.assertIn("exited with status 3", out)
         self.assertIn("no answer in 3 s", out)
         self.assertIn("after: 1", out)
+        self.assertIn("flood -> WorkerDied (-200): the library's process died during copying its "
+                      "output: its output could not be written: [Errno 27] File too large", out)
 
     def test_the_worker_is_frozen_between_calls(self):
         """A thread, or a child in a session of its own, that keeps writing a checker's array

@@ -2,6 +2,7 @@
 // Functions tests/test_isolation.py builds into a chapter's library to see how the checker
 // takes a library that crashes, hangs, exits, or keeps writing shared memory after it returns.
 #include <pthread.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,11 @@
 extern "C" int misbehave_crash(void) { raise(SIGSEGV); return 0; }
 extern "C" int misbehave_exit(void) { exit(3); }
 extern "C" int misbehave_hang(void) { for (;;) pause(); }
+extern "C" int misbehave_flood(void)
+{
+    for (int i = 0; i < 100000; i++) puts("flood flood flood flood flood flood flood flood");
+    return 0;
+}
 
 static volatile unsigned char *target;
 static size_t target_n;
