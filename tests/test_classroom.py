@@ -206,6 +206,33 @@ class ExitCodes(unittest.TestCase):
         self.assertEqual((build / "BACKEND").read_text(), "cpu\n")
 
 
+class NoSandbox(unittest.TestCase):
+    """Where no sandbox can be made, grade-all refuses unless told SANDBOX=none (and then the
+    gradebook's sandbox column says none); make grade goes on and says so."""
+
+    def test_refused_unless_told(self):
+        sys.path.insert(0, str(REPO / "tools"))
+        import grade
+        saved = grade.sandbox.probe
+        grade.sandbox.probe = lambda: "unshare: Operation not permitted"
+        try:
+            g = grade.Grader.__new__(grade.Grader)
+            g.backend = "cpu"
+            with self.assertRaises(grade.GradeError) as e:
+                g._choose_mode("on", "auto")      # grade-all
+            self.assertIn("SANDBOX=none", str(e.exception))
+            self.assertEqual(g._choose_mode("none", "auto"), "none")
+            self.assertEqual(g._choose_mode("auto", "auto"), "none")   # make grade
+            self.assertIn("Operation not permitted", g.sandbox_missing)
+        finally:
+            grade.sandbox.probe = saved
+
+    def test_here_a_sandbox_can_be_made(self):
+        # what make test runs on (root in CI): the grading tests above need it
+        r = run([sys.executable, str(REPO / "tools" / "sandbox.py"), "--probe"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
 class Venv(unittest.TestCase):
     def test_a_driver_run_by_hand_finds_numpy_in_build_venv(self):
         venv = Path(os.environ.get("TUT_BUILD", REPO / "build")) / "venv" / "bin" / "python"
