@@ -90,7 +90,7 @@ RESULTS   := $(BUILD)/results/$(B)
 .DELETE_ON_ERROR:
 
 # --- building -----------------------------------------------------------------------------------
-all: $(LIBS_$(B)) $(BUILD)/BACKEND ## build every chapter, exercises and solutions, for BACKEND
+all: $(LIBS_$(B)) $(BUILD)/$(B)/common/libtut_shm.so $(BUILD)/BACKEND ## build every chapter, exercises and solutions, for BACKEND
 
 # Python reads this to know which backend `make` built when a driver is run by hand. A gpu
 # build on a machine with no GPU is not recorded: drivers run by hand would only skip.
@@ -101,6 +101,12 @@ $(BUILD)/BACKEND: FORCE
 $(BUILD)/gpu/common/tut_check.o: common/tut_check.cu $(COMMON_H) | nvcc-present
 	@mkdir -p $(@D)
 	$(NVCC) $(TUT_NVCC) $(NVCCFLAGS) -c -o $@ $<
+
+# TUT_ISOLATE=1 (a student's library in a worker process): the checker's allocator for the host
+# memory both processes map (common/tut_shm.c). Plain C, no Python headers.
+$(BUILD)/%/common/libtut_shm.so: common/tut_shm.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -Wall -fPIC -shared -o $@ $< -lpthread
 
 # One shared library per chapter and tree, from the chapter's .cu files and the common helpers.
 # ch04 also links cuBLAS: its reference matrix multiply is the ceiling the lesson compares with.

@@ -12,9 +12,11 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tarfile
+import time
 import unittest
 import zipfile
 from pathlib import Path
@@ -204,6 +206,33 @@ class ExitCodes(unittest.TestCase):
         self.assertEqual((build / "BACKEND").read_text(), "cpu\n")
 
 
+class NoSandbox(unittest.TestCase):
+    """Where no sandbox can be made, grade-all refuses unless told SANDBOX=none (and then the
+    gradebook's sandbox column says none); make grade goes on and says so."""
+
+    def test_refused_unless_told(self):
+        sys.path.insert(0, str(REPO / "tools"))
+        import grade
+        saved = grade.sandbox.probe
+        grade.sandbox.probe = lambda: "unshare: Operation not permitted"
+        try:
+            g = grade.Grader.__new__(grade.Grader)
+            g.backend = "cpu"
+            with self.assertRaises(grade.GradeError) as e:
+                g._choose_mode("on", "auto")      # grade-all
+            self.assertIn("SANDBOX=none", str(e.exception))
+            self.assertEqual(g._choose_mode("none", "auto"), "none")
+            self.assertEqual(g._choose_mode("auto", "auto"), "none")   # make grade
+            self.assertIn("Operation not permitted", g.sandbox_missing)
+        finally:
+            grade.sandbox.probe = saved
+
+    def test_here_a_sandbox_can_be_made(self):
+        # what make test runs on (root in CI): the grading tests above need it
+        r = run([sys.executable, str(REPO / "tools" / "sandbox.py"), "--probe"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+
 class Venv(unittest.TestCase):
     def test_a_driver_run_by_hand_finds_numpy_in_build_venv(self):
         venv = Path(os.environ.get("TUT_BUILD", REPO / "build")) / "venv" / "bin" / "python"
@@ -235,15 +264,21 @@ class Handout(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("make grade CH=01: 9 of 9 points", r.stdout)   # no hidden test there
         self.assertIn("handout checked", r.stdout)
-        self.assertFalse((out / "solutions").exists())
-        self.assertFalse((out / ".git").exists())
-        self.assertFalse((out / "build").exists())
-        self.assertTrue((out / ".github" / "workflows" / "autograde.yml").exists())
+        for gone in ("solutions", ".git", "build", ".github", "docs/instructor.md",
+                     "tools/platforms"):
+            self.assertFalse((out / gone).exists(), gone)
         self.assertEqual((out / "chapters" / CH / CU).read_text(),
                          stub(), "the handout's exercise is not the generated stub")
         for f in out.rglob("*"):
             if f.is_file():
-                self.assertNotIn(token.encode(), f.read_bytes(), f)
+                data = f.read_bytes()
+                self.assertNotIn(token.encode(), data, f)
+                # it stands alone: nothing includes or links to what it leaves out
+                if f.suffix in (".cu", ".h", ".cuh"):
+                    self.assertIsNone(re.search(rb'#\s*include\s*"[^"]*solutions/', data), f)
+                if f.suffix == ".md":
+                    self.assertIsNone(re.search(rb"\]\([^)]*(instructor\.md|solutions/)", data),
+                                      f)
 
 
 HIDDEN_TEST = '''
@@ -259,22 +294,191 @@ def register(ch, driver):
                          rtol=1e-6, atol=1e-30, name="hidden vector_add")
 '''
 
+# a hidden test with a bug of the instructor's: its traceback must not show its source or path
+BROKEN_HIDDEN = '''
+VISIBILITY = {"oops": "visible"}
+
+
+def register(ch, driver):
+    @ch.hidden("01.3", "oops", "an instructor's test that raises", points=0)
+    def oops(ctx):
+        raise KeyError("the instructor's bug")  # SOURCE_TOKEN
+'''
+
+# ---- what students try: C++ added to a submitted file --------------------------------------
+# A constructor runs when the library is loaded, before any test: in the test's process, or
+# (with the worker/checker split) in the worker. Each writes what it managed to a place the
+# test then inspects; none of it should happen.
+ESCAPE = r'''
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+static void tut_try_create(const char *path)
+{
+    FILE *f = fopen(path, "a");
+    if (f) { fputs("# tampered\n", f); fclose(f); }
+}
+__attribute__((constructor)) static void tut_escape(void)
+{
+    // what it must not even see: any of these in view, and it crashes (and loses points)
+    const char *secret[] = {"@REPO@/solutions/@CH@/@CU@", "@REPO@/tools/grade.py", "@HIDDEN@",
+                            "@DIR@/roster.csv", "@REPO@/build/cpu/solutions"};
+    for (unsigned k = 0; k < sizeof secret / sizeof *secret; k++)
+        if (access(secret[k], F_OK) == 0) { fprintf(stderr, "I see %s\n", secret[k]); abort(); }
+    tut_try_create("@REPO@/common/tut_tampered_@T@.py");      // the instructor's tree
+    tut_try_create("@HIDDEN@/01_tampered_@T@.py");             // the hidden tests
+    tut_try_create("@OUT@/tampered_@T@");                      // the grader's output
+    tut_try_create("common/tut.py");                           // this submission's harness
+    int s = socket(AF_INET, SOCK_STREAM, 0);                   // the network
+    struct sockaddr_in a; memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET; a.sin_port = htons(@PORT@); a.sin_addr.s_addr = inet_addr("127.0.0.1");
+    if (s >= 0) { connect(s, (struct sockaddr *)&a, sizeof a); close(s); }
+    if (fork() == 0) {                                         // something that outlives the test
+        setsid();
+        prctl(PR_SET_NAME, "tl@T8@", 0, 0, 0);
+        sleep(40);
+        _exit(0);
+    }
+}
+'''
+
+SPY = r'''
+#include <stdio.h>
+#include <stdlib.h>
+#include <dlfcn.h>
+__attribute__((constructor)) static void tut_spy(void)
+{
+    char buf[4096];
+    FILE *f = fopen("@HIDDEN@/01_extra.py", "r");              // read the hidden tests
+    if (f) {
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        buf[n] = 0;
+        fprintf(stderr, "%s\n", buf);
+        abort();                                               // a crash shows its output
+    }
+    // ask the interpreter for the source of the hidden tests it has loaded
+    int (*ensure)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
+    int (*run)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT, "PyRun_SimpleString");
+    if (ensure && run) {
+        ensure();
+        run("import sys, inspect, os\n"
+            "src = [inspect.getsource(m) for n, m in list(sys.modules.items())\n"
+            "       if n.startswith('tut_hidden')]\n"
+            "if src:\n"
+            "    sys.stderr.write(''.join(src)); sys.stderr.flush(); os.abort()\n");
+    }
+}
+'''
+
+# Forge the verdict: write a PASS result to the results file named on the command line, and
+# patch the harness through Python's C API so that every test passes.
+FORGE = r'''
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <dlfcn.h>
+__attribute__((constructor)) static void tut_forge(void)
+{
+    char buf[16384];
+    FILE *f = fopen("/proc/self/cmdline", "rb");
+    if (!f) return;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *only = 0, *json = 0;
+    for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
+        if (!strcmp(buf + i, "--only")) only = buf + i + strlen(buf + i) + 1;
+        if (!strcmp(buf + i, "--json")) json = buf + i + strlen(buf + i) + 1;
+    }
+    int (*ensure)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
+    int (*run)(const char *) = (int (*)(const char *))dlsym(RTLD_DEFAULT, "PyRun_SimpleString");
+    if (ensure && run) {
+        ensure();
+        run("import sys\n"
+            "for m in list(sys.modules.values()):\n"
+            "    C = getattr(m, 'Chapter', None)\n"
+            "    if isinstance(C, type) and hasattr(C, 'run_test'):\n"
+            "        def passed(self, test, lib, seed, run_untouched=False, _r=C._result):\n"
+            "            return _r(self, test, lib, seed, 0.0, 'PASS', '')\n"
+            "        C.run_test = passed\n");
+    }
+    if (json && only) {
+        FILE *o = fopen(json, "w");
+        if (o) {
+            fprintf(o, "[{\"id\": \"%s\", \"title\": \"t\", \"exercise\": true, "
+                       "\"status\": \"PASS\", \"message\": \"\"}]", only);
+            fclose(o);
+            _exit(0);
+        }
+    }
+}
+'''
+
+
+def region_body(text, ex_id):
+    m = re.search(rf"// @solution {re.escape(ex_id)}:[^\n]*\n(.*?)\s*// @stub", text, re.S)
+    return m.group(1)
+
+
+def touched_stub():
+    """The stub with a line of 'work' under each TODO: every exercise runs, and fails."""
+    return re.sub(r"(// TODO\(student\) 01\.\d[^\n]*\n)", r"\1    (void)0;\n", stub())
+
+
+def isolated():
+    """Whether grade-all runs a student's library in a worker apart from the checker (the tree
+    has one, and ISOLATE=0 in the environment does not turn it off)."""
+    return ((REPO / "common" / "tut_remote.py").exists()
+            and os.environ.get("ISOLATE", "auto") not in ("0", "off"))
+
 
 class Grading(unittest.TestCase):
-    """make grade-all on submissions of chapter 01: tampered, crashing, hanging, flooding,
-    not compiling; hidden tests counted; the reports in their formats."""
+    """make grade-all on submissions of chapter 01: tampered, crashing, hanging, flooding, not
+    compiling; attacks on the grader, the tree, the hidden tests and the machine; honest files
+    with a BOM; hidden tests counted; the gradebook (roster, late policy, a regrade) and the
+    reports in their formats."""
 
     @classmethod
     def setUpClass(cls):
         cls.dir = scratch("grading")
+        cls.token = os.urandom(6).hex()
         subs = cls.dir / "submissions"
         subs.mkdir()
+        hidden = cls.dir / "hidden"
+        hidden.mkdir()
+        (hidden / "01_extra.py").write_text(HIDDEN_TEST + f"# hidden-token-{cls.token}\n")
+        (hidden / "01_broken.py").write_text(BROKEN_HIDDEN.replace("SOURCE_TOKEN",
+                                                                   f"src-{cls.token}"))
+        cls.hidden = hidden
+        cls.out = cls.dir / "build" / "grade-all"
+        # a listener: the sandboxed code must not reach it
+        cls.listener = socket.socket()
+        cls.listener.bind(("127.0.0.1", 0))
+        cls.listener.listen(8)
+        cls.listener.settimeout(0.1)
+        port = cls.listener.getsockname()[1]
         sol = solution()
 
-        def folder(name, text, extra=None):
+        def fill(snippet):
+            return (snippet.replace("@REPO@", str(REPO)).replace("@HIDDEN@", str(hidden))
+                    .replace("@DIR@", str(cls.dir)).replace("@CH@", CH)
+                    .replace("@CU@", CU)
+                    .replace("@OUT@", str(cls.out)).replace("@T@", cls.token)
+                    .replace("@T8@", cls.token[:8]).replace("@PORT@", str(port)))
+
+        def folder(name, text, extra=None, raw=None):
             d = subs / name / "chapters" / CH
             d.mkdir(parents=True)
-            (d / CU).write_text(text)
+            if raw is not None:
+                (d / CU).write_bytes(raw)
+            else:
+                (d / CU).write_text(text)
             for rel, content in (extra or {}).items():
                 (subs / name / rel).parent.mkdir(parents=True, exist_ok=True)
                 (subs / name / rel).write_text(content)
@@ -293,8 +497,10 @@ class Grading(unittest.TestCase):
                     if f.is_file():
                         z.write(f, Path("repo") / f.relative_to(d))
             shutil.rmtree(d)
-        # crashes in 01.3 (a host function), hangs in 01.3 and loops forever in 01.5's kernel
-        folder("crash", replace_region(sol, "01.3", "    abort();\n"))
+        # crashes in 01.3 (a host function), after printing escapes and control characters
+        folder("crash", replace_region(sol, "01.3", '    fputs("\\x1b[31mred\\x1b[0m \\x01\\x02 '
+                                       'bell\\x07", stderr);\n    abort();\n'))
+        # hangs in 01.3 and loops forever in 01.5's kernel
         spin = "    volatile int spin = 1;\n    while (spin) {}\n"
         d = folder("hang", replace_region(replace_region(sol, "01.3", spin), "01.5", spin))
         with tarfile.open(subs / "hang.tar.gz", "w:gz") as t:
@@ -302,24 +508,81 @@ class Grading(unittest.TestCase):
         shutil.rmtree(d)
         folder("flood", replace_region(sol, "01.3", '    for (;;) puts("spam spam spam");\n'))
         folder("broken", replace_region(sol, "01.1", "    this is not C++;\n    return 0;\n"))
-        # the instructor's answer, reached through the preprocessor
+        # the instructor's answer, reached through the preprocessor (the text filter stops it)
         folder("peek", f'#include "{REPO}/solutions/{CH}/{CU}"\n')
-        hidden = cls.dir / "hidden"
-        hidden.mkdir()
-        (hidden / "01_extra.py").write_text(HIDDEN_TEST)
+        # honest: an editor that saves a byte order mark and CRLF line ends
+        folder("bom", None, raw=b"\xef\xbb\xbf" + sol.replace("\n", "\r\n").encode())
+        # the tree, the hidden tests, the grader's output, the network, a lingering process
+        folder("escape", sol + fill(ESCAPE))
+        # 3 GiB in 01.3, once: bounded by the memory limit, the test crashes instead
+        # (kept in a volatile global: the compiler may not drop an allocation that escapes)
+        bomb = ("    static int tried;\n    if (!tried) {\n        tried = 1;\n"
+                "        size_t big = (size_t)3 << 30;\n        tut_hoard = (char *)malloc(big);\n"
+                "        if (!tut_hoard) abort();\n        memset(tut_hoard, 1, big);\n"
+                "        free(tut_hoard);\n    }\n")
+        folder("greedy", "#include <stdlib.h>\n#include <string.h>\n"
+               "char *volatile tut_hoard;\n" + replace_region(
+                   sol, "01.3", bomb + region_body(sol, "01.3")))
+        # the hidden tests: read them, or ask the interpreter for them, and print them
+        folder("spy", sol + fill(SPY))
+        # ... or embed them at compile time, spelt to pass the text filter
+        folder("embed", sol + fill('asm(".section .rodata\\n.inc" "bin \\"@HIDDEN@/01_extra.py'
+                                   '\\"\\n.previous");\n'))
+        # forge the verdict: a PASS result file, a patched harness
+        folder("forger", touched_stub() + FORGE)
+        # what the gradebook finds from an earlier run must not mix with this one
+        stale = cls.out / "results" / "ghost"
+        stale.mkdir(parents=True)
+        (stale / "score.json").write_text("{}")
+        (cls.out / "feedback").mkdir()
+        (cls.out / "feedback" / "ghost.txt").write_text("stale")
+        # a roster: LMS ids, one student who handed nothing in, one late submission
+        cls.deadline = "2026-11-30T23:59:00+00:00"
+        roster = cls.dir / "roster.csv"
+        names = ["good", "tampered_solution", "tampered_stub", "crash", "hang", "flood",
+                 "broken", "peek", "bom", "escape", "greedy", "spy", "embed", "forger", "absent"]
+        with open(roster, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["submission", "student_id", "submitted"])
+            for n in names:
+                w.writerow([n, f"id-{n}", "2026-12-02T12:00:00+00:00" if n == "crash"
+                            else "2026-11-30T10:00:00+00:00"])
+        cls.roster = roster
         # TIMEOUT: the hang spins a core until it runs out (01.3; 01.5 until the watchdog at
         # half of it), so short, yet many times what chapter 01's tests take on a busy machine
-        cls.proc = run(["make", "--no-print-directory", "-C", str(REPO), "grade-all",
-                       f"SUBMISSIONS={subs}", "CH=01", f"HIDDEN={hidden}", "TIMEOUT=10",
-                       "JOBS=2", "SEED=7", f"BUILD={cls.dir / 'build'}", "BACKEND=cpu",
-                       f"PYTHON={sys.executable}"])
-        cls.out = cls.dir / "build" / "grade-all"
-        cls.book = {}
-        if cls.proc.returncode == 0:
-            with open(cls.out / "gradebook.csv", newline="") as f:
-                rows = list(csv.reader(f))
-            cls.header = rows[0]
-            cls.book = {r[0]: dict(zip(rows[0], r)) for r in rows[1:]}
+        cls.make = ["make", "--no-print-directory", "-C", str(REPO), "grade-all",
+                    f"SUBMISSIONS={subs}", "CH=01", f"HIDDEN={hidden}", "TIMEOUT=10", "JOBS=2",
+                    "SEED=7", f"BUILD={cls.dir / 'build'}", "BACKEND=cpu",
+                    f"PYTHON={sys.executable}", f"ROSTER={roster}",
+                    f"DEADLINE={cls.deadline}", "PENALTY=10"]
+        cls.proc = run(cls.make)
+        cls.connections = 0
+        while True:
+            try:
+                cls.listener.accept()[0].close()
+                cls.connections += 1
+            except OSError:
+                break
+        cls.listener.close()
+        cls.lingering = [p for p in Path("/proc").glob("[0-9]*")
+                         if _comm(p) == f"tl{cls.token[:8]}"]
+        cls.book = cls.gradebook() if cls.proc.returncode == 0 else {}
+        cls.run_info = json.loads((cls.out / "run.json").read_text()) \
+            if cls.proc.returncode == 0 else {}
+
+    @classmethod
+    def gradebook(cls):
+        with open(cls.out / "gradebook.csv", newline="") as f:
+            rows = list(csv.reader(f))
+        cls.header = rows[0]
+        return {r[0]: dict(zip(rows[0], r)) for r in rows[1:]}
+
+    @classmethod
+    def tearDownClass(cls):
+        for f in (REPO / "common" / f"tut_tampered_{cls.token}.py",
+                  cls.hidden / f"01_tampered_{cls.token}.py", cls.out / f"tampered_{cls.token}"):
+            if f.exists():
+                f.unlink()
 
     def setUp(self):
         self.assertEqual(self.proc.returncode, 0, self.proc.stdout + self.proc.stderr)
@@ -327,11 +590,31 @@ class Grading(unittest.TestCase):
     def feedback(self, name):
         return (self.out / "feedback" / f"{name}.txt").read_text()
 
+    def everything_of(self, name):
+        """Every report a student or a platform gets for this submission."""
+        d = self.out / "results" / name
+        return "".join(f.read_text() for f in sorted(d.iterdir())) + self.feedback(name)
+
     def test_gradebook(self):
-        self.assertEqual(self.header, ["student", "01.1", "01.2", "01.3", "01.4", "01.5",
-                                       "total", "max"])
+        self.assertEqual(self.header, ["student", "student_id", "01.1", "01.2", "01.3", "01.4",
+                                       "01.5", "total", "max", "submitted", "days_late",
+                                       "penalty", "final", "sandbox"])
         self.assertEqual(self.book["(max)"]["total"], "10")   # 9 + the hidden test's 1
         self.assertEqual(self.book["good"]["total"], "10")
+        self.assertEqual(self.book["good"]["student_id"], "id-good")
+        self.assertEqual(self.book["good"]["sandbox"],
+                         "isolated" if isolated() else "in-process")
+        self.assertEqual(self.book["absent"]["submitted"], "not submitted")
+        self.assertEqual(self.book["absent"]["total"], "0")
+        # 2 days late at 10% of 10 points a day
+        self.assertEqual((self.book["crash"]["days_late"], self.book["crash"]["penalty"],
+                          self.book["crash"]["final"]), ("2", "2", "7"))
+        self.assertEqual(self.book["good"]["final"], "10")
+        self.assertNotIn("ghost", self.book)
+        self.assertFalse((self.out / "results" / "ghost").exists())
+        self.assertFalse((self.out / "feedback" / "ghost.txt").exists())
+        # the compile cache does not outlive the run
+        self.assertEqual(list(self.out.glob("cache-*")), [])
 
     def test_tampering_changes_nothing(self):
         self.assertEqual(self.book["tampered_solution"]["total"], "10")
@@ -340,14 +623,19 @@ class Grading(unittest.TestCase):
 
     def test_crash_hang_flood_score_zero_on_their_exercises_only(self):
         for name, zero in (("crash", {"01.3"}), ("hang", {"01.3", "01.5"}),
-                           ("flood", {"01.3"})):
+                           ("flood", {"01.3"}), ("greedy", {"01.3"})):
             row = self.book[name]
             for ex in ("01.1", "01.2", "01.3", "01.4", "01.5"):
                 want = "0" if ex in zero else self.book["good"][ex]
                 self.assertEqual(row[ex], want, f"{name} {ex}: {self.feedback(name)}")
-        self.assertIn("crashed (SIGABRT)", self.feedback("crash"))
+        # a crash in the test's process, or in the worker that runs the library
+        self.assertRegex(self.feedback("crash"), r"crashed \(SIGABRT\)|killed by SIGABRT")
         self.assertIn("did not finish within 10 s", self.feedback("hang"))
-        self.assertIn("printed more than", self.feedback("flood"))
+        # the test's own output is capped; a worker's is held back until its call returns,
+        # within its file size limit, and so this endless call runs out of time instead
+        self.assertRegex(self.feedback("flood"), r"printed more than|did not finish within 10 s")
+        # malloc(3 GiB) failed: the memory limit
+        self.assertRegex(self.feedback("greedy"), r"crashed \(SIGABRT\)|killed by SIGABRT")
 
     def test_a_file_may_not_include_the_instructors_files(self):
         self.assertEqual(self.book["peek"]["total"], "0")
@@ -359,18 +647,281 @@ class Grading(unittest.TestCase):
         self.assertIn("does not compile", self.feedback("broken"))
         self.assertIn("error", self.feedback("broken"))
 
-    def test_hidden_test_counts_and_reports_have_their_formats(self):
+    def test_an_honest_file_with_a_bom_and_crlf_scores_full_marks(self):
+        self.assertEqual(self.book["bom"]["total"], "10", self.feedback("bom"))
+        self.assertIn("byte order mark", self.feedback("bom"))
+
+    def test_nothing_escapes_the_sandbox(self):
+        self.assertEqual(self.book["escape"]["total"], "10", self.feedback("escape"))
+        for f in (REPO / "common" / f"tut_tampered_{self.token}.py",
+                  self.hidden / f"01_tampered_{self.token}.py",
+                  self.out / f"tampered_{self.token}"):
+            self.assertFalse(f.exists(), f"the submission wrote {f}")
+        self.assertEqual(self.connections, 0, "the submission reached the network")
+        self.assertEqual(self.lingering, [], "a process of the submission outlived its test")
+        # the students graded after it were graded by the untouched harness
+        self.assertEqual(self.book["tampered_stub"]["total"], "0")
+
+    def test_hidden_tests_stay_hidden(self):
+        secret = f"hidden-token-{self.token}"
+        for name in ("spy", "embed", "good", "crash"):
+            # in-process, a hidden test's own run has the hidden tests in view, and the
+            # student's code shares its process: only the worker/checker split keeps them
+            if isolated() or name != "spy":
+                self.assertNotIn(secret, self.everything_of(name), name)
+        if isolated():   # in-process, it crashes the hidden test it reads (withheld output)
+            self.assertEqual(self.book["spy"]["total"], "10", self.feedback("spy"))
+        self.assertEqual(self.book["embed"]["total"], "0")   # the file is not in its view
+        self.assertIn("does not compile", self.feedback("embed"))
+        # an instructor's hidden test that raises: its traceback shows neither source nor path
+        fb = self.feedback("good")
+        self.assertIn("01.3+oops", fb)
+        self.assertIn("KeyError", fb)
+        for everything in (fb, self.everything_of("good")):
+            self.assertNotIn(f"src-{self.token}", everything)
+            self.assertNotIn(str(self.hidden), everything)
+
+    def test_hidden_output_follows_its_visibility(self):
+        res = json.loads((self.out / "results" / "hang" / "results.json").read_text())
+        vis = {t["name"].split()[0]: t["visibility"] for t in res["tests"]}
+        self.assertEqual(vis["01.2+big-prime"], "after_due_date")
+        self.assertEqual(vis["01.3+oops"], "visible")
+        self.assertEqual(vis["01.1"], "visible")
+
+    def test_the_verdict_is_out_of_the_students_reach(self):
+        if not isolated():
+            self.skipTest("no worker/checker split in this tree (common/tut_remote.py)")
+        self.assertEqual(self.book["forger"]["total"], "0", self.feedback("forger"))
+
+    def test_regrading_one_student_updates_its_row(self):
+        others = {n: dict(r) for n, r in self.book.items() if n != "broken"}
+        fixed = self.dir / "submissions" / "broken" / "chapters" / CH / CU
+        fixed.write_text(solution())
+        r = run(self.make + ["ONLY=broken"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("grading 1 submission(s)", r.stdout)
+        book = self.gradebook()
+        self.assertEqual(book["broken"]["total"], "10")
+        self.assertEqual({n: r for n, r in book.items() if n != "broken"}, others)
+        r = run(self.make + ["ONLY=broken", "SEED=8"])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("a regrade uses the class's seed", r.stderr)
+
+    def test_reports_have_their_formats(self):
         res = json.loads((self.out / "results" / "good" / "results.json").read_text())
         self.assertEqual(res["score"], 10)
         names = [t["name"] for t in res["tests"]]
         self.assertTrue(any(n.startswith("01.2+big-prime") for n in names), names)
         for t in res["tests"]:
-            self.assertEqual(set(t) >= {"name", "score", "max_score", "output"}, True)
+            self.assertLessEqual({"name", "score", "max_score", "output", "visibility"}, set(t))
+            self.assertIn(t["visibility"], ("visible", "hidden", "after_due_date",
+                                            "after_published"))
         score = json.loads((self.out / "results" / "crash" / "score.json").read_text())
         self.assertEqual(score["score"], 9)
-        junit = (self.out / "results" / "crash" / "junit.xml").read_text()
-        self.assertIn("<testcase", junit)
-        self.assertIn("<failure", junit)
+        for name in ("crash", "flood", "good"):
+            check_junit(self, (self.out / "results" / name / "junit.xml").read_bytes())
+
+    def test_make_grade_fails_unless_every_point_is_earned(self):
+        r = run(["make", "--no-print-directory", "-C", str(REPO), "grade", "CH=01",
+                 f"BUILD={self.dir / 'build'}", "BACKEND=cpu", f"PYTHON={sys.executable}"])
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)   # make's code for "failed"
+        self.assertIn("0 of 9 points", r.stdout)
+
+
+def _comm(proc_dir):
+    try:
+        return (proc_dir / "comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def check_junit(test, data):
+    """Well-formed, and what the JUnit schema requires (testsuite name, tests, failures,
+    errors, time, timestamp without a zone, hostname; testcase name, classname, time; no
+    attribute it lacks, such as points)."""
+    import xml.etree.ElementTree as ET
+    test.assertNotIn(b"\x1b", data)
+    test.assertIsNone(re.search(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]", data))
+    root = ET.fromstring(data)
+    test.assertEqual(root.tag, "testsuite")
+    test.assertEqual(set(root.attrib), {"name", "tests", "failures", "errors", "time",
+                                        "timestamp", "hostname"})
+    test.assertRegex(root.get("timestamp"), r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$")
+    float(root.get("time"))
+    kids = [c.tag for c in root]
+    test.assertEqual(kids[0], "properties")
+    test.assertEqual(kids[-2:], ["system-out", "system-err"])
+    cases = root.findall("testcase")
+    test.assertEqual(int(root.get("tests")), len(cases))
+    test.assertEqual(int(root.get("failures")), len(root.findall("testcase/failure")))
+    test.assertEqual(int(root.get("errors")), len(root.findall("testcase/error")))
+    for c in cases:
+        test.assertEqual(set(c.attrib), {"name", "classname", "time"})
+        float(c.get("time"))
+        for f in c:
+            test.assertIn(f.tag, ("failure", "error"))
+            test.assertLessEqual(set(f.attrib), {"message", "type"})
+            test.assertIn("type", f.attrib)
+    for p in root.find("properties"):
+        test.assertEqual((p.tag, set(p.attrib)), ("property", {"name", "value"}))
+
+
+class Verdict(unittest.TestCase):
+    """The forger of Grading, graded with its library inside the test's process (ISOLATE=0):
+    the attack is real, so that Grading's 0 points shows the worker/checker split holding."""
+
+    def test_in_process_the_forgery_works(self):
+        if not (REPO / "common" / "tut_remote.py").exists():
+            self.skipTest("no worker/checker split in this tree (common/tut_remote.py)")
+        d = scratch("verdict")
+        sub = d / "submissions" / "forger" / "chapters" / CH
+        sub.mkdir(parents=True)
+        (sub / CU).write_text(touched_stub() + FORGE)
+        r = run(["make", "--no-print-directory", "-C", str(REPO), "grade-all",
+                 f"SUBMISSIONS={d / 'submissions'}", "CH=01", "TIMEOUT=20", "JOBS=2", "SEED=7",
+                 f"BUILD={d / 'build'}", "BACKEND=cpu", f"PYTHON={sys.executable}",
+                 "ISOLATE=0"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(d / "build" / "grade-all" / "gradebook.csv", newline="") as f:
+            rows = {row["student"]: row for row in csv.DictReader(f)}
+        self.assertEqual(rows["forger"]["total"], "9")
+        self.assertEqual(rows["forger"]["sandbox"], "in-process")
+
+class Platforms(unittest.TestCase):
+    """make gradescope's autograder, run as Gradescope runs it (a folder laid out as /autograder,
+    no GPU), within Gradescope's default 768 MB; PrairieLearn's and Classroom 50's result
+    files from the same packaged course."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = scratch("platforms")
+        hidden = cls.dir / "hidden"
+        hidden.mkdir()
+        (hidden / "01_extra.py").write_text(HIDDEN_TEST)
+        env = dict(os.environ, PYTHON=sys.executable)
+        cls.make = run(["make", "--no-print-directory", "-C", str(REPO), "gradescope", "CH=01",
+                        f"HIDDEN={hidden}", f"BUILD={cls.dir / 'build'}",
+                        f"PYTHON={sys.executable}"])
+        cls.zip = cls.dir / "build" / "gradescope" / "autograder.zip"
+        if cls.make.returncode:
+            return
+        root = cls.root = cls.dir / "autograder"
+        with zipfile.ZipFile(cls.zip) as z:
+            cls.names = z.namelist()
+            z.extractall(root / "source")
+        for script in ("setup.sh", "run_autograder"):
+            (root / "source" / script).chmod(0o755)
+        (root / "submission").mkdir()
+        (root / "submission" / CU).write_text(solution())   # uploaded as the bare file
+        (root / "submission_metadata.json").write_text(json.dumps(
+            {"created_at": "2026-12-01T10:00:00.000000-08:00", "assignment": {}}))
+        cls.setup = run([str(root / "source" / "setup.sh")], env=env)
+        cls.peak = 0
+        if cls.setup.returncode == 0:
+            cls.graded, cls.peak = run_measured([str(root / "source" / "run_autograder")],
+                                                dict(env, AUTOGRADER_ROOT=str(root)))
+            print(f"run_autograder: peak resident memory {cls.peak / (1 << 20):.0f} MiB",
+                  file=sys.stderr)
+
+    def setUp(self):
+        self.assertEqual(self.make.returncode, 0, self.make.stdout + self.make.stderr)
+        self.assertEqual(self.setup.returncode, 0, self.setup.stdout + self.setup.stderr)
+
+    def test_the_zip_holds_what_gradescope_runs_and_no_answers(self):
+        self.assertIn("setup.sh", self.names)
+        self.assertIn("run_autograder", self.names)
+        self.assertIn("course/tools/grade.py", self.names)
+        self.assertIn("hidden/01_extra.py", self.names)
+        self.assertFalse([n for n in self.names if n.startswith("course/solutions/")
+                          or n == "course/docs/instructor.md"])
+
+    def test_run_autograder_writes_results_json_within_768_mb(self):
+        self.assertEqual(self.graded.returncode, 0, self.graded.stdout + self.graded.stderr)
+        res = json.loads((self.root / "results" / "results.json").read_text())
+        self.assertEqual(res["score"], 10, res)
+        self.assertIsInstance(res["execution_time"], int)
+        for t in res["tests"]:
+            self.assertLessEqual({"name", "score", "max_score", "status", "output",
+                                  "visibility"}, set(t))
+        vis = {t["name"].split()[0]: t["visibility"] for t in res["tests"]}
+        self.assertEqual(vis["01.2+big-prime"], "after_due_date")
+        self.assertLess(self.peak, 768 << 20, f"peak resident memory {self.peak >> 20} MiB")
+
+    def test_prairielearn_and_classroom50_results(self):
+        sub = self.dir / "carol"
+        sub.mkdir()
+        (sub / CU).write_text(solution().replace("i += stride", "i += stride * 2", 1))
+        course = self.root / "source" / "course"
+        env = dict(os.environ, CLASSROOM="cuda", ASSIGNMENT="ch01",
+                   SUBMISSION_TAG="submit/2026-12-01T10-00-00Z-abc1234",
+                   COMMIT_URL="https://example.invalid/c", RELEASE_URL="https://example.invalid/r")
+        r = run([sys.executable, str(course / "tools" / "grade.py"), "--submission", str(sub),
+                 "--out", str(self.dir / "carol-out"), "--chapters", "01", "--hidden",
+                 str(self.root / "source" / "hidden"), "--seed", "3", "--platform",
+                 f"prairielearn={self.dir / 'pl.json'}", "--platform",
+                 f"classroom50={self.dir / 'result.json'}"], env=env, cwd=course)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)   # not every point
+        pl = json.loads((self.dir / "pl.json").read_text())
+        self.assertIs(pl["gradable"], True)
+        self.assertAlmostEqual(pl["score"], 0.8)
+        self.assertEqual(sum(t["points"] for t in pl["tests"]), 8)
+        self.assertEqual(sum(t["max_points"] for t in pl["tests"]), 10)
+        for t in pl["tests"]:
+            self.assertLessEqual({"name", "points", "max_points", "message", "output"}, set(t))
+        c50 = json.loads((self.dir / "result.json").read_text())
+        # the checks Classroom 50's runner and collector make (validate_result)
+        self.assertEqual(c50["schema"], "classroom50/result/v1")
+        self.assertEqual((c50["classroom"], c50["assignment"]), ("cuda", "ch01"))
+        self.assertTrue(c50["submission"].startswith("submit/"))
+        for field in ("commit", "release", "review", "datetime"):
+            self.assertIsInstance(c50[field], str)
+            self.assertTrue(c50[field])
+        self.assertRegex(c50["datetime"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+        self.assertEqual((c50["score"], c50["max-score"]), (8, 10))
+        for t in c50["tests"]:
+            self.assertEqual(set(t), {"test-name", "passed", "score", "max-score"})
+            self.assertIsInstance(t["passed"], bool)
+            self.assertTrue(0 <= t["score"] <= t["max-score"])
+
+
+def run_measured(cmd, env):
+    """Run cmd; also the peak of the resident memory of it and all its descendants together,
+    sampled every 20 ms from /proc."""
+    import threading
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    peak = [0]
+
+    def sample():
+        while proc.poll() is None:
+            parents = {}
+            for p in Path("/proc").glob("[0-9]*"):
+                try:
+                    stat = (p / "stat").read_text()
+                    parents[int(p.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+                except (OSError, ValueError, IndexError):
+                    continue
+            tree, grew = {proc.pid}, True
+            while grew:
+                more = {c for c, pp in parents.items() if pp in tree} - tree
+                grew = bool(more)
+                tree |= more
+            total = 0
+            for pid in tree:
+                try:
+                    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                        if line.startswith("VmRSS:"):
+                            total += int(line.split()[1]) << 10
+                except OSError:
+                    pass
+            peak[0] = max(peak[0], total)
+            time.sleep(0.02)
+
+    t = threading.Thread(target=sample)
+    t.start()
+    out, err = proc.communicate()
+    t.join()
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err), peak[0]
 
 
 if __name__ == "__main__":

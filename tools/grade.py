@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""Grade exercises, tamper-proof: one copy (make grade) or a folder of submissions (make grade-all).
+"""Grade exercises, tamper-proof and sandboxed: one copy (make grade) or a class (make grade-all).
 
 Only the student's exercise .cu files are taken from a submission: those of chapters/NN_x/ that
 hold a TODO(student) (chapters/NN_x/.stubs.json lists them). They are placed into a copy of this
@@ -10,37 +10,59 @@ output limit: a file that does not compile, a test that crashes, hangs or prints
 exercise's `// @solution` marker (1 by default), hidden tests from HIDDEN=dir (see
 docs/instructor.md), which add their own points.
 
-    python3 tools/grade.py --submission DIR|ARCHIVE --out DIR [--chapters 01] [--hidden DIR]
-    python3 tools/grade.py --all SUBMISSIONS_DIR --out DIR [--jobs N] [...]
+Every compile and every run of student code happens in a sandbox (tools/sandbox.py: its own
+mount, PID and network namespaces, only the submission's workspace and the tools in view,
+limits on memory, CPU, files and processes). Where the course's worker/checker split is there
+(common/tut_remote.py), the student's library runs in a worker inside the sandbox while the
+chapter's driver, the hidden tests and the results file stay outside it (TUT_ISOLATE=1);
+otherwise the whole test runs inside the sandbox ("in-process"), and the reports say so.
 
-Writes, per submission: score.json (points per exercise and test), results.json (the format
-autograding platforms read: tests with name, score, max_score, output), junit.xml and
-feedback.txt (the failure messages `make check` prints); with --all also gradebook.csv.
+    python3 tools/grade.py --submission DIR|ARCHIVE --out DIR [--chapters 01] [--hidden DIR]
+    python3 tools/grade.py --all SUBMISSIONS_DIR --out DIR [--jobs N] [--only NAMES] [...]
+
+Writes, per submission: score.json (points per exercise and test), results.json (Gradescope's
+format), junit.xml and feedback.txt (the failure messages `make check` prints); with --all also
+gradebook.csv and run.json (what a regrade with --only must match). --platform NAME=FILE
+(gradescope, prairielearn, classroom50) writes that platform's result file as well.
 Python standard library only (the drivers it runs use NumPy).
 """
 import argparse
+import ast
 import concurrent.futures
 import csv
+import ctypes
 import datetime
 import hashlib
 import json
+import math
 import os
 import re
 import resource
+import shlex
 import shutil
 import signal
 import subprocess
 import sys
 import tarfile
+import tempfile
 import threading
 import time
-import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path, PurePosixPath
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tools"))
+import reports  # noqa: E402
+import sandbox  # noqa: E402
+
 ARCHIVES = (".zip", ".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 MAX_SOURCE = 1 << 20        # bytes: a larger "exercise file" in a submission is ignored
+BOM = b"\xef\xbb\xbf"
+SANDBOX_WORDS = {"isolated": "sandboxed; the student's library in a worker, the verdict "
+                             "outside it",
+                 "in-process": "sandboxed, but the student's library shares the test's process "
+                               "(no worker/checker split here): it could forge its own result",
+                 "none": "NOT sandboxed: student code ran with the grader's rights"}
 
 
 class GradeError(Exception):
@@ -169,12 +191,17 @@ def find_source(files, chapter, name):
 
 
 # ---- running one process with limits -------------------------------------------------------------
-def run_limited(cmd, cwd, env, timeout, max_output, log_path):
-    """Run cmd with its stdout+stderr in log_path. Returns (returncode or None, why_killed)."""
+def run_limited(cmd, cwd, env, timeout, max_output, log_path, fsize=True):
+    """Run cmd with its stdout+stderr in log_path. Returns (returncode or None, why_killed).
+    fsize=False: no file size limit (a checker sizes its shared memory with ftruncate, which
+    the limit would refuse; its worker has the limit)."""
     def limits():
+        # dies with the grader (a grade-all interrupted leaves nothing running)
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)   # PR_SET_PDEATHSIG
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         # a runaway write to a file dies here rather than filling the disk
-        resource.setrlimit(resource.RLIMIT_FSIZE, (max_output * 4, max_output * 4))
+        if fsize:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (max_output * 4, max_output * 4))
 
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -246,36 +273,187 @@ def describe_exit(rc):
             name = signal.Signals(-rc).name
         except ValueError:
             name = f"signal {-rc}"
+        if name == "SIGXFSZ":
+            return "printed more than the output limit (a printf in a loop?)"
         return f"crashed ({name})"
     return f"the test process exited with code {rc} and wrote no result"
 
 
-# ---- grading one submission ----------------------------------------------------------------------
+def normalise(data):
+    """An honest editor's file as the compiler and the harness expect it: no UTF-8 byte order
+    mark (the emulator's rewrite would put its #line before it, and the harness's untouched-stub
+    check would miss the first line), LF line ends (CRLF, or CR alone)."""
+    if data.startswith(BOM):
+        data = data[len(BOM):]
+    return data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+
+
+def hidden_visibility(hidden, chapter):
+    """{test id or key: visibility} from the VISIBILITY = {...} dicts of the chapter's hidden
+    test files, read as literals (the grader never runs them: they run only in the checker)."""
+    out = {}
+    if not hidden:
+        return out
+    number = chapter[:2]
+    root = Path(hidden)
+    for f in sorted(root.glob(f"{number}*.py")) + sorted(root.glob(f"{number}*/*.py")):
+        try:
+            tree = ast.parse(f.read_text())
+        except (SyntaxError, ValueError, OSError):
+            continue   # the driver reports a broken hidden file itself
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id ==
+                                                    "VISIBILITY" for t in node.targets):
+                try:
+                    value = ast.literal_eval(node.value)
+                except ValueError:
+                    raise GradeError(f"{f}: VISIBILITY must be a literal dict")
+                if not isinstance(value, dict):
+                    raise GradeError(f"{f}: VISIBILITY must be a dict {{test key: visibility}}")
+                for key, vis in value.items():
+                    if vis not in reports.VISIBILITIES:
+                        raise GradeError(f"{f}: VISIBILITY[{key!r}] = {vis!r}: use one of "
+                                         f"{', '.join(reports.VISIBILITIES)}")
+                    out[str(key)] = vis
+    return out
+
+
+_FRAME = re.compile(r'^(\s*)File "([^"]*)", line (\d+)(.*)$')
+
+
+def scrub(message, hidden):
+    """A message with nothing of the hidden tests' files in it: a traceback's frames in them
+    lose their source lines and their path, and the hidden folder's path is never named."""
+    if not hidden or not message:
+        return message
+    root = str(Path(hidden).resolve())
+    out, skipping = [], None
+    for line in message.splitlines():
+        m = _FRAME.match(line)
+        if m:
+            indent, path, lineno, rest = m.groups()
+            inside = str(Path(path).resolve()).startswith(root) if path else False
+            skipping = len(indent) if inside else None
+            if inside:
+                out.append(f'{indent}File "<hidden test>", line {lineno}{rest}')
+                continue
+        elif skipping is not None and (len(line) - len(line.lstrip()) > skipping
+                                       or not line.strip()):
+            continue   # the source line (and ^^^ markers) of a hidden test's frame
+        else:
+            skipping = None
+        out.append(line)
+    text = "\n".join(out)
+    for spelling in {root, str(Path(hidden)), os.path.abspath(hidden)}:
+        text = text.replace(spelling, "<hidden>")
+    return text
+
+
 class Grader:
-    def __init__(self, backend, hidden, timeout, max_output, seed, out, keep=False):
+    def __init__(self, backend, hidden, timeout, max_output, seed, out, keep=False,
+                 sandbox_mode="auto", isolate="auto", memory=None, deadline=None):
         self.backend, self.timeout, self.max_output = backend, timeout, max_output
         self.hidden = str(Path(hidden).resolve()) if hidden else ""
         self.seed, self.out, self.keep = seed, Path(out), keep
+        self.memory, self.deadline = memory or sandbox.DEFAULTS["mem"], deadline
         self.vars = make_vars(backend)
         self.python = python_with_numpy()
-        # what a compiled object also depends on: the headers (the cache outlives a run)
-        self.headers = hashlib.sha256(b"".join(
-            f.read_bytes() for pattern in ("common/*.h", "emu/include/*.h", "chapters/*/*.h",
-                                           "chapters/*/*.cuh")
-            for f in sorted(REPO.glob(pattern)))).hexdigest().encode()
-        self.cache = self.out / "cache"
-        self.cache.mkdir(parents=True, exist_ok=True)
+        self.mode = self._choose_mode(sandbox_mode, isolate)
+        self.view = self._tool_paths() if self.mode != "none" else []
+        # objects compiled in this run, by content; no sandbox sees this folder, and it goes
+        # when the run ends, so nothing a submission did can reach a later run's build
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.cache = Path(tempfile.mkdtemp(prefix="cache-", dir=self.out))
         self._lock = threading.Lock()
         self._tests = {}
+
+    def close(self):
+        shutil.rmtree(self.cache, ignore_errors=True)
+
+    # -- how student code runs --
+    def _choose_mode(self, sandbox_mode, isolate):
+        if sandbox_mode == "none":
+            return "none"
+        why = sandbox.probe()
+        if why:
+            if sandbox_mode == "on":
+                raise GradeError(f"no sandbox can be made here ({why}): grade as root or "
+                                 f"with unprivileged user namespaces, or say SANDBOX=none "
+                                 f"to grade without one (the gradebook says so)")
+            self.sandbox_missing = why
+            return "none"
+        has_proxy = (REPO / "common" / "tut_remote.py").exists()
+        if isolate == "on" and not has_proxy:
+            raise GradeError("ISOLATE=1 but this tree has no common/tut_remote.py (the worker "
+                             "that runs a student's library apart from the checker)")
+        if isolate == "off" or not has_proxy or self.backend != "cpu":
+            return "in-process"
+        return "isolated"
+
+    def _tool_paths(self):
+        """What a sandbox must see besides the workspace: the compilers and the emulator's
+        build (every absolute path in the compile commands), the Python that runs drivers and
+        workers, and NumPy."""
+        paths = set()
+        for value in self.vars.values():
+            for tok in value:
+                for cand in (tok, tok[2:] if tok.startswith(("-I", "-L")) else ""):
+                    if cand.startswith("/") and os.path.exists(cand):
+                        paths.add(cand)
+        for tool in ("cxx", "nvcc"):
+            exe = shutil.which(self.vars.get(tool, [""])[0] or "-")
+            if exe:
+                # a compiler outside /usr (a CUDA toolkit in /opt, say) brings its whole prefix
+                paths.add(str(Path(os.path.realpath(exe)).parent.parent))
+        run = subprocess.run([self.python, "-c", "import sys, numpy, os; print(sys.prefix); "
+                              "print(sys.base_prefix); "
+                              "print(os.path.dirname(os.path.dirname(numpy.__file__)))"],
+                             capture_output=True, text=True, check=True)
+        paths.update(run.stdout.split())
+        paths.add(sys.base_prefix)   # the interpreter that runs tools/sandbox.py
+        # never a folder that holds what a submission must not see: this tree (solutions/,
+        # the instructor's build, tools/), the grader's output, the hidden tests
+        secret = [os.path.realpath(x) for x in (REPO, self.out, self.hidden) if x]
+        keep = []
+        for p in sorted(paths, key=len):
+            real = os.path.realpath(p)
+            if any(real == x or x.startswith(real.rstrip("/") + "/") for x in secret):
+                continue
+            if real in ("/", "/usr") or any(real == k or real.startswith(k.rstrip("/") + "/")
+                                            for k in keep + list(sandbox.SYSTEM)):
+                continue
+            keep.append(real)
+        return keep
+
+    def boxed(self, cmd, ws, rw=(), ro=(), hidden_env=False, extra_mem=0):
+        """cmd wrapped in this grader's sandbox: the workspace read-only, rw writable."""
+        if self.mode == "none":
+            return cmd
+        devices = sorted(str(d) for d in Path("/dev").glob("nvidia*")) \
+            if self.backend == "gpu" else []
+        extra = ["/sys"] if self.backend == "gpu" else []
+        return sandbox.prefix(ro=[ws, *self.view, *extra, *ro], rw=rw, cwd=ws, devices=devices,
+                              unset=["TUT_WORKER_PREFIX"] + ([] if hidden_env else ["TUT_HIDDEN"]),
+                              mem=self.memory + extra_mem, cpu=int(self.timeout) + 5,
+                              fsize=self.max_output * 4) + cmd
+
+    @staticmethod
+    def results_dir(ws):
+        """Where a submission's test results and logs go: beside its workspace, so that no
+        later test's sandbox (which sees the workspace) reads an earlier one's output."""
+        d = ws.parent / f"{ws.name}.results"
+        d.mkdir(parents=True, exist_ok=True)
+        return d
 
     # -- the workspace: a copy of the instructor's chapter with the student's exercise files --
     def workspace(self, chapters, files, ws):
         notes = []
-        if ws.exists():
-            shutil.rmtree(ws)
+        for old in (ws, ws.parent / f"{ws.name}.results"):
+            if old.exists():
+                shutil.rmtree(old)
         shutil.copytree(REPO / "common", ws / "common",
                         ignore=shutil.ignore_patterns("__pycache__"))
-        taken = {}
+        taken, normalised = {}, []
         for ch in chapters:
             shutil.copytree(REPO / "chapters" / ch, ws / "chapters" / ch,
                             ignore=shutil.ignore_patterns("__pycache__"))
@@ -287,12 +465,25 @@ class Grader:
                                  + (" (or is larger than 1 MiB)" if src else "")
                                  + ": its exercises are graded as not done")
                     continue
-                (ws / "chapters" / ch / name).write_bytes(data)
+                clean = normalise(data)
+                if clean != data:
+                    normalised.append(f"chapters/{ch}/{name}")
+                (ws / "chapters" / ch / name).write_bytes(clean)
                 taken[f"chapters/{ch}/{name}"] = src
+        if normalised:
+            notes.append(f"{', '.join(normalised)}: graded without its byte order mark and "
+                         f"with LF line ends (as saved, it had a BOM or CRLF/CR line ends)")
+        (ws / "build").mkdir(exist_ok=True)
+        for lib in self.vars.get("shm", []):   # the checker's shared-memory allocator
+            dest = ws / "build" / self.backend / "common" / Path(lib).name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(lib, dest)
         return taken, notes
 
-    def _run_tool(self, cmd, cwd, log):
-        rc, why = run_limited(cmd, cwd, os.environ.copy(), 300, 1 << 20, log)
+    def _run_tool(self, cmd, ws, log):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("TUT_", "CUEMU_"))}
+        rc, why = run_limited(self.boxed(cmd, ws, rw=[ws / "build"]), ws, env, 300, 1 << 20,
+                              log)
         return rc == 0, why
 
     def _compile(self, ws, chapter, name):
@@ -300,8 +491,7 @@ class Grader:
         v, src = self.vars, f"chapters/{chapter}/{name}"
         text = (ws / src).read_bytes()
         key = hashlib.sha256(b"\0".join([self.backend.encode(), src.encode(), text,
-                                         " ".join(sum(v.values(), [])).encode(),
-                                         self.headers])).hexdigest()
+                                         " ".join(sum(v.values(), [])).encode()])).hexdigest()
         obj = self.cache / f"{key}.o"
         log = ws / "build" / "compile" / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -317,11 +507,15 @@ class Grader:
         else:
             cmds = [v["nvcc"] + v["nvccflags"] + [f"-Ichapters/{chapter}", "-c", "-o",
                                                   str(tmp), src]]
-        for cmd in cmds:
-            ok, why = self._run_tool(cmd, ws, log)
-            if not ok:
-                return None, why or tail(log, 4000)
-        os.replace(tmp, obj)   # atomic: another submission may want the same object
+        # one sandbox for the whole compile (its start costs about a tenth of a second)
+        ok, why = self._run_tool(["/bin/sh", "-c", " && ".join(shlex.join(c) for c in cmds)],
+                                 ws, log)
+        if not ok:
+            return None, why or tail(log, 4000)
+        # the grader copies the object out; nothing in a sandbox can write to the cache
+        part = self.cache / f"{key}.{threading.get_ident()}.part"
+        shutil.copyfile(tmp, part)
+        os.replace(part, obj)   # atomic: another submission may want the same object
         return obj, ""
 
     def build(self, ws, chapter, taken):
@@ -341,7 +535,10 @@ class Grader:
             if obj is None:
                 raise GradeError(f"the instructor's chapters/{chapter}/{cu.name} does not "
                                  f"compile:\n{err}")
-            objs.append(str(obj))
+            local = ws / "build" / "objects" / obj.name   # in the sandbox's view, read-only
+            local.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(obj, local)
+            objs.append(str(local))
         v = self.vars
         lib = ws / "build" / self.backend / "chapters" / f"lib{chapter}.so"
         lib.parent.mkdir(parents=True, exist_ok=True)
@@ -363,8 +560,9 @@ class Grader:
         with self._lock:
             if key in self._tests:
                 return self._tests[key]
-        # the instructor's driver, never the workspace's: its tests are what is graded
-        log = ws / "build" / "describe.log"
+        # the instructor's driver, never the workspace's: its tests are what is graded. It
+        # loads no student code to describe them, so it runs outside any sandbox.
+        log = self.results_dir(ws) / "describe.log"
         rc, why = run_limited([self.python, str(REPO / "chapters" / chapter / "driver.py"),
                                "--describe"], ws, env, 60, 1 << 20, log)
         try:
@@ -373,15 +571,27 @@ class Grader:
             tests = None
         if tests is None:
             raise GradeError(f"`driver.py --describe` of {chapter} failed:\n{why}{tail(log)}")
+        vis = hidden_visibility(self.hidden, chapter)
+        for t in tests:
+            if t.get("part_of"):
+                key_ = t["id"].split("+", 1)[1]
+                t["visibility"] = vis.get(t["id"], vis.get(key_, "after_due_date"))
+            else:
+                t["visibility"] = "visible"
         with self._lock:
             self._tests[key] = tests
         return tests
 
-    def grade(self, name, files, ws):
+    def grade(self, name, files, ws, submitted=None, progress=None):
         """Grade one submission (files: as from submission_files). Returns the score dict."""
         started = time.monotonic()
         chapters = self.chapters
         taken, notes = self.workspace(chapters, files, ws)
+        if self.mode != "isolated":
+            why = getattr(self, "sandbox_missing", "")
+            notes.append(f"graded {SANDBOX_WORDS[self.mode]}"
+                         + (f" (no sandbox can be made here: {why})" if why else
+                            " (SANDBOX=none)" if self.mode == "none" else ""))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("TUT_", "CUEMU_"))}
         env.update(TUT_BACKEND=self.backend, TUT_TREE="chapters", TUT_BUILD=str(ws / "build"),
                    PYTHONDONTWRITEBYTECODE="1")
@@ -400,7 +610,8 @@ class Grader:
                 test_id, ex_id = t["id"], t.get("part_of") or t["id"]
                 entry = {"id": test_id, "exercise": ex_id, "chapter": ch, "title": t["title"],
                          "max": t["points"] if t.get("part_of") else points.get(ex_id, 1),
-                         "hidden": bool(t.get("part_of")), "status": "FAIL", "message": ""}
+                         "hidden": bool(t.get("part_of")), "visibility": t["visibility"],
+                         "status": "FAIL", "message": "", "seconds": 0.0}
                 bad = [f for f in broken
                        if not f or any(r["file"] == f for r in regions.get(ex_id, {})
                                        .get("regions", []))]
@@ -411,17 +622,26 @@ class Grader:
                     if err.startswith("NOT ACCEPTED "):
                         what, err = (f"chapters/{ch}/{bad[0]} was not compiled",
                                      err[len("NOT ACCEPTED "):])
-                    entry["message"] = f"{what}, so this exercise scores 0" + (
+                    entry["message"] = reports.clean(f"{what}, so this exercise scores 0" + (
                         f" (the stub was used in its place: the exercises of the other files "
                         f"still count)" if bad[0] and several else "") + (
                         f"; why: see {shown_at[bad[0]]} above"
-                        if bad[0] in shown else f":\n{err}")
+                        if bad[0] in shown else f":\n{err}"))
                     if bad[0] not in shown:
                         shown.add(bad[0])
                         shown_at[bad[0]] = test_id
                     tests.append(entry)
                     continue
-                tests.append(self.run_test(ws, ch, test_id, env, entry))
+                where = untouched(ws, ch, regions.get(ex_id, {}).get("regions", []), ex_id)
+                if where:
+                    # the harness would say just this without calling the library: no process
+                    entry.update(status="NOT DONE",
+                                 message=f"exercise not done yet: TODO(student) at {where}")
+                    tests.append(entry)
+                else:
+                    tests.append(self.run_test(ws, ch, test_id, env, entry))
+                if progress:
+                    progress(entry)
         skipped = sum(t["status"] == "SKIP" for t in tests)
         if skipped:
             notes.append(f"{skipped} test(s) could not run on the {self.backend} backend here "
@@ -429,43 +649,117 @@ class Grader:
         score = sum(t["score"] for t in tests if "score" in t)
         for t in tests:
             t.setdefault("score", 0)
+        now = datetime.datetime.now(datetime.timezone.utc)
         result = {"student": name, "backend": self.backend, "seed": self.seed,
-                  "chapters": chapters, "score": score, "max_score": sum(t["max"] for t in tests),
-                  "graded": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                      timespec="seconds"),
+                  "sandbox": self.mode, "chapters": chapters, "score": score,
+                  "max_score": sum(t["max"] for t in tests),
+                  "graded": now.isoformat(timespec="seconds"),
                   "seconds": round(time.monotonic() - started, 1), "notes": notes,
-                  "files": taken, "tests": tests}
+                  "files": taken, "tests": tests,
+                  "past_deadline": bool(self.deadline and now > self.deadline)}
+        late(result, submitted, self.deadline, getattr(self, "penalty", 0.0))
         if not self.keep:
             shutil.rmtree(ws, ignore_errors=True)
+            shutil.rmtree(self.results_dir(ws), ignore_errors=True)
         return result
 
     def run_test(self, ws, chapter, test_id, env, entry):
-        jpath = ws / "build" / "results" / f"{test_id}.json"
-        log = ws / "build" / "results" / f"{test_id}.log"
-        jpath.parent.mkdir(parents=True, exist_ok=True)
-        cmd = [self.python, f"chapters/{chapter}/driver.py", "--check", "--only", test_id,
-               "--seed", str(self.seed), "--json", str(jpath)]
-        rc, why = run_limited(cmd, ws, env, self.timeout, self.max_output, log)
+        hidden_test = "+" in test_id
+        results = self.results_dir(ws)          # out of every sandbox's view
+        scratch = results / test_id            # the only folder a sandboxed test may write
+        scratch.mkdir(parents=True, exist_ok=True)
+        log = results / f"{test_id}.log"
+        env = dict(env)
+        if self.mode == "isolated":
+            # the checker (the instructor's driver, the hidden tests, the results file) runs
+            # here; only the worker that loads the student's library runs in the sandbox
+            jpath = results / f"{test_id}.json"
+            # the shared host memory is mapped whole in the worker: it counts in the worker's
+            # address space, so it is sized from the memory limit and the limit grows by it
+            env.update(TUT_ISOLATE="1", TUT_SHM_GIB=f"{self.memory / (1 << 30):.3f}",
+                       TUT_WORKER_PREFIX=shlex.join(self.boxed([], ws, extra_mem=self.memory)))
+            cmd = [self.python, f"chapters/{chapter}/driver.py", "--check", "--only", test_id,
+                   "--seed", str(self.seed), "--json", str(jpath)]
+        else:
+            # in-process: the whole test in the sandbox; the hidden tests are in its view only
+            # when it runs one of them
+            jpath = scratch / "result.json"
+            if not hidden_test:
+                env.pop("TUT_HIDDEN", None)
+            cmd = self.boxed([self.python, f"chapters/{chapter}/driver.py", "--check", "--only",
+                              test_id, "--seed", str(self.seed), "--json", str(jpath)], ws,
+                             rw=[scratch], ro=[self.hidden] if hidden_test and self.hidden
+                             else [], hidden_env=hidden_test)
+        started = time.monotonic()
+        # the harness sends each test's output to a file: past this size its process dies of
+        # SIGXFSZ (a printf flood), reported below as output over the limit
+        env = dict(env, TUT_OUTPUT_MAX=str(self.max_output))
+        rc, why = run_limited(cmd, ws, env, self.timeout, self.max_output, log,
+                              fsize=self.mode != "isolated")
+        entry["seconds"] = round(time.monotonic() - started, 3)
         result = None
         if not why and jpath.exists():
             with _quiet():
                 result = json.loads(jpath.read_text())[0]
-            if result["status"] == "CRASH":   # the row written before the test: it died
-                result = None
-        if result is None:
-            entry["message"] = (f"{why or describe_exit(rc)}; the end of its output:\n"
-                                f"{tail(log, 1500)}")
+                if result.get("id") != test_id or result.get("status") not in reports.MARK:
+                    result = None
+                elif result["status"] == "CRASH":   # the row written before the test: it died
+                    result = None
+        if result is None and hidden_test:
+            # what the process printed is the student's to choose: for a hidden test, only
+            # the grader's own words
+            message = f"{why or describe_exit(rc)}"
+        elif result is None:
+            message = f"{why or describe_exit(rc)}; the end of its output:\n{tail(log, 1500)}"
         else:
-            entry.update(status=result["status"], message=result["message"])
+            entry["status"] = result["status"]
+            message = str(result.get("message", ""))
             if result["status"] == "PASS":
                 entry["score"] = entry["max"]
+        entry["message"] = reports.clean(scrub(message, self.hidden) if self.hidden else message)
         return entry
 
 
+def untouched(ws, chapter, regions, ex_id):
+    """file:line of the exercise's first TODO(student) when every region of it is still the
+    stub tools/exercises.py generated (the test of the harness's Chapter.untouched, whose
+    verdict is "NOT DONE" without running anything), else None."""
+    marker, first, count = f"TODO(student) {ex_id}:", None, 0
+    for r in regions:
+        try:
+            lines = (ws / "chapters" / chapter / r["file"]).read_text().splitlines(keepends=True)
+        except (OSError, UnicodeDecodeError):
+            return None
+        for i, line in enumerate(lines):
+            start = i - r["todo_line"]
+            if marker in line and start >= 0 and hashlib.sha256(
+                    "".join(lines[start:start + r["lines"]]).encode()).hexdigest() == r["sha256"]:
+                first = first or f"chapters/{chapter}/{r['file']}:{i + 1}"
+                count += 1
+                break
+    return first if regions and count == len(regions) else None
+
+
+def late(result, submitted, deadline, penalty):
+    """Submission time and late penalty: penalty% of the maximum for each day (or part of one)
+    after the deadline, never below 0 points."""
+    result["submitted"] = submitted.isoformat(timespec="seconds") if submitted else ""
+    result["days_late"], result["penalty"] = 0, 0
+    result["final"] = result["score"]
+    if submitted and deadline and submitted > deadline:
+        days = math.ceil((submitted - deadline).total_seconds() / 86400)
+        cut = min(result["score"], round(result["max_score"] * penalty / 100 * days, 2))
+        cut = int(cut) if float(cut).is_integer() else cut
+        final = round(result["score"] - cut, 2)
+        result["days_late"], result["penalty"] = days, cut
+        result["final"] = int(final) if float(final).is_integer() else final
+        if cut:
+            result["notes"].append(f"submitted {result['submitted']}, {days} day(s) after the "
+                                   f"deadline: {cut:g} point(s) off ({penalty:g}% of the "
+                                   f"maximum per day)")
+
+
 # ---- reports -------------------------------------------------------------------------------------
-MARK = {"PASS": "pass", "FAIL": "FAIL", "NOT DONE": "todo", "ERROR": "ERROR", "SKIP": "skip"}
-
-
 def by_exercise(result):
     ex = {}
     for t in result["tests"]:
@@ -475,66 +769,73 @@ def by_exercise(result):
     return ex
 
 
-def feedback(result):
-    lines = [f"{result['student']}: {result['score']} of {result['max_score']} points "
-             f"(chapters {', '.join(result['chapters'])}; {result['backend']} backend; "
-             f"seed {result['seed']}; graded {result['graded']})", ""]
-    lines += [f"note: {n}" for n in result["notes"]]
-    if result["notes"]:
-        lines.append("")
-    for t in result["tests"]:
-        lines.append(f"{t['id']:<12} {t['score']:>3}/{t['max']:<3} {MARK.get(t['status'], t['status']):<5} "
-                     f"{t['title']}{'  (hidden test)' if t['hidden'] else ''}")
-        if t["status"] != "PASS" and t.get("message"):
-            lines += ["      " + m for m in t["message"].splitlines()]
-    return "\n".join(lines) + "\n"
-
-
-def autograder_json(result):
-    """results.json as autograding platforms read it: a total and one entry per test."""
-    tests = []
-    for t in result["tests"]:
-        tests.append({"name": f"{t['id']} {t['title']}".strip(), "score": t["score"],
-                      "max_score": t["max"],
-                      "status": "passed" if t["status"] == "PASS" else "failed",
-                      "output": "" if t["status"] == "PASS" else t.get("message", ""),
-                      "visibility": "after_published" if t["hidden"] else "visible"})
-    return {"score": result["score"], "execution_time": result["seconds"],
-            "output": f"{result['score']} of {result['max_score']} points; " + "; ".join(
-                result["notes"]) if result["notes"] else
-            f"{result['score']} of {result['max_score']} points",
-            "tests": tests}
-
-
-def junit_xml(result):
-    suite = ET.Element("testsuite", name=f"grade {result['student']}",
-                       tests=str(len(result["tests"])),
-                       failures=str(sum(t["status"] != "PASS" for t in result["tests"])))
-    for t in result["tests"]:
-        case = ET.SubElement(suite, "testcase", classname=t["chapter"],
-                             name=f"{t['id']} {t['title']}".strip())
-        case.set("points", f"{t['score']}/{t['max']}")
-        if t["status"] != "PASS":
-            msg = t.get("message", "")
-            fail = ET.SubElement(case, "failure", message=(msg.splitlines() or [t["status"]])[0],
-                                 type=t["status"])
-            fail.text = msg
-    root = ET.Element("testsuites")
-    root.append(suite)
-    ET.indent(root)
-    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
-
-
 def write_reports(result, out):
     out.mkdir(parents=True, exist_ok=True)
     (out / "score.json").write_text(json.dumps(result, indent=1) + "\n")
-    (out / "results.json").write_text(json.dumps(autograder_json(result), indent=1) + "\n")
-    (out / "junit.xml").write_text(junit_xml(result))
-    (out / "feedback.txt").write_text(feedback(result))
+    (out / "results.json").write_text(json.dumps(reports.gradescope(result), indent=1) + "\n")
+    (out / "junit.xml").write_text(reports.junit_xml(result))
+    (out / "feedback.txt").write_text(reports.feedback(result))
+
+
+PLATFORMS = {"gradescope": reports.gradescope, "prairielearn": reports.prairielearn,
+             "classroom50": lambda r: reports.classroom50(r, os.environ)}
+
+
+def write_platform(result, platform, path):
+    data = PLATFORMS[platform](result)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n")
 
 
 def safe_name(name):
     return re.sub(r"[^A-Za-z0-9._@-]+", "_", name).strip("._") or "submission"
+
+
+def parse_time(text, what):
+    """An ISO 8601 time; one without a zone is UTC."""
+    try:
+        t = datetime.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise GradeError(f"{what}={text!r} is not a date and time (2026-12-01T23:59:00+01:00)")
+    return t if t.tzinfo else t.replace(tzinfo=datetime.timezone.utc)
+
+
+def read_roster(path):
+    """{submission name: {"id": student id, "submitted": time or None}} from a CSV whose header
+    has a `submission` column (the folder or archive name, without its extension) and a
+    `student_id` column (what the LMS knows the student as); `submitted` is optional."""
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        raise GradeError(f"ROSTER={path}: {e}")
+    if not rows or not {"submission", "student_id"} <= set(rows[0]):
+        raise GradeError(f"ROSTER={path}: a CSV with a header row naming the columns "
+                         f"`submission` and `student_id` (and optionally `submitted`)")
+    out = {}
+    for i, row in enumerate(rows, 2):
+        name = safe_name(row["submission"].strip())
+        if name in out:
+            raise GradeError(f"ROSTER={path}:{i}: {row['submission']} is listed twice")
+        when = row.get("submitted") or ""
+        out[name] = {"id": row["student_id"].strip(),
+                     "submitted": parse_time(when, f"{path}:{i} submitted") if when.strip()
+                     else None}
+    return out
+
+
+def submission_time(path, files):
+    """When it was handed in, as the file system says: an archive's time, or the newest of a
+    folder's files."""
+    try:
+        if path.is_dir():
+            stamps = [(path / p).stat().st_mtime for p in files.values() if p]
+            stamp = max(stamps) if stamps else path.stat().st_mtime
+        else:
+            stamp = path.stat().st_mtime
+    except OSError:
+        return None
+    return datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc).replace(microsecond=0)
 
 
 # ---- main ----------------------------------------------------------------------------------------
@@ -555,14 +856,45 @@ def main(argv=None):
     p.add_argument("--seed", type=int, help="seed of every test's random inputs")
     p.add_argument("--keep", action="store_true", help="keep each submission's workspace")
     p.add_argument("--name", help="the student's name (--submission; default: its file name)")
+    p.add_argument("--sandbox", default="auto", choices=("auto", "on", "none"),
+                   help="auto: sandbox where possible (--all: required unless none)")
+    p.add_argument("--isolate", default="auto", choices=("auto", "on", "off"),
+                   help="the student's library in a worker apart from the checker")
+    p.add_argument("--memory", type=int, help="bytes of address space per sandboxed process")
+    p.add_argument("--only", default="", help="--all: regrade only these students (a,b)")
+    p.add_argument("--roster", type=Path, help="CSV: submission,student_id[,submitted]")
+    p.add_argument("--deadline", help="ISO 8601 time; later submissions lose --penalty")
+    p.add_argument("--penalty", type=float, default=0.0,
+                   help="percent of the maximum lost per day (or part of one) late")
+    p.add_argument("--submitted", help="--submission: when it was handed in (ISO 8601)")
+    p.add_argument("--platform", action="append", default=[], metavar="NAME=FILE",
+                   help="also write that platform's result file: gradescope=, prairielearn=, "
+                        "classroom50= (repeatable)")
     args = p.parse_args(argv)
     args.out = args.out.resolve()
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    grader = None
     try:
         if args.hidden and not Path(args.hidden).is_dir():
             raise GradeError(f"HIDDEN={args.hidden} is not a directory")
+        platforms = []
+        for item in args.platform:
+            name, _, path = item.partition("=")
+            if name not in PLATFORMS or not path:
+                raise GradeError(f"--platform {item}: say NAME=FILE, NAME one of "
+                                 f"{', '.join(PLATFORMS)}")
+            platforms.append((name, Path(path).resolve()))
+        args.platform = platforms
+        deadline = parse_time(args.deadline, "DEADLINE") if args.deadline else None
+        if args.penalty and not deadline:
+            raise GradeError("PENALTY= needs a DEADLINE=")
+        if args.all and args.sandbox == "auto":
+            args.sandbox = "on"   # a class is graded in a sandbox, or told SANDBOX=none
+        if args.all and args.only:
+            seed = regrade_seed(args, seed)
         grader = Grader(args.backend, args.hidden, args.timeout, args.max_output, seed, args.out,
-                        args.keep)
+                        args.keep, args.sandbox, args.isolate, args.memory, deadline)
+        grader.penalty = args.penalty
         grader.chapters = chapters_to_grade(args.chapters)
         if args.submission:
             return grade_one(grader, args)
@@ -570,17 +902,59 @@ def main(argv=None):
     except GradeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    finally:
+        if grader is not None:
+            grader.close()
 
 
 def grade_one(grader, args):
     sub = args.submission.resolve()
     name = args.name or (student_name(sub) if sub != REPO else "this copy")
-    result = grader.grade(name, submission_files(sub), args.out / "work")
+    submitted = parse_time(args.submitted, "--submitted") if args.submitted else None
+    print(f"grading {name}: chapter(s) {', '.join(grader.chapters)}, "
+          f"{SANDBOX_WORDS[grader.mode]}", flush=True)
+
+    def progress(t):   # a line per test: grading a chapter takes a while
+        print(f"  {t['id']:<14} {reports.MARK.get(t['status'], t['status'])} "
+              f"({t['seconds']:.1f} s)", flush=True)
+    result = grader.grade(name, submission_files(sub), args.out / "work", submitted, progress)
+    print()
     write_reports(result, args.out)
-    print(feedback(result), end="")
+    for platform, path in args.platform:
+        write_platform(result, platform, path)
+    print(reports.feedback(result), end="")
     for f in ("score.json", "results.json", "junit.xml", "feedback.txt"):
         print(f"wrote {args.out / f}")
-    return 0
+    for platform, path in args.platform:
+        print(f"wrote {path} ({platform})")
+    # a workflow that runs `make grade` shows red until every point is earned
+    return 0 if result["score"] == result["max_score"] and result["max_score"] else 1
+
+
+RUN_KEYS = ("chapters", "backend", "hidden", "hidden_sha256", "seed", "sandbox", "deadline",
+            "penalty")
+
+
+def hidden_digest(hidden):
+    h = hashlib.sha256()
+    if hidden:
+        for f in sorted(Path(hidden).rglob("*")):
+            if f.is_file():
+                h.update(str(f.relative_to(hidden)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def regrade_seed(args, seed):
+    """A regrade uses the seed of the run it joins (recorded in run.json)."""
+    run = args.out / "run.json"
+    if not run.exists():
+        raise GradeError(f"ONLY= regrades students of an earlier `make grade-all`, and "
+                         f"{args.out} has none: grade the whole class first")
+    recorded = json.loads(run.read_text())
+    if args.seed is not None and args.seed != recorded["seed"]:
+        raise GradeError(f"SEED={args.seed}, but the gradebook was graded with seed "
+                         f"{recorded['seed']}: a regrade uses the class's seed")
+    return recorded["seed"]
 
 
 def grade_all(grader, args):
@@ -596,9 +970,39 @@ def grade_all(grader, args):
         if n in names:
             raise GradeError(f"{s.name} and {names[n].name} are the same student ({n})")
         names[n] = s
-    print(f"grading {len(subs)} submissions of chapter(s) {', '.join(grader.chapters)} on the "
-          f"{grader.backend} backend, {args.jobs} at a time, seed {grader.seed}", flush=True)
-    started, done, results = time.monotonic(), 0, {}
+    roster = read_roster(args.roster) if args.roster else {}
+    run = {"chapters": grader.chapters, "backend": grader.backend, "hidden": grader.hidden,
+           "hidden_sha256": hidden_digest(grader.hidden), "seed": grader.seed,
+           "sandbox": grader.mode,
+           "deadline": grader.deadline.isoformat() if grader.deadline else "",
+           "penalty": grader.penalty}
+    run_file = args.out / "run.json"
+    if args.only:
+        wanted = [safe_name(n) for n in args.only.replace(",", " ").split()]
+        unknown = [n for n in wanted if n not in names]
+        if unknown:
+            raise GradeError(f"ONLY={args.only}: no submission named {', '.join(unknown)} in "
+                             f"{args.all}")
+        recorded = json.loads(run_file.read_text())
+        differs = [k for k in RUN_KEYS if recorded.get(k) != run[k]]
+        if differs:
+            raise GradeError(f"ONLY= regrades into the gradebook of an earlier run, but its "
+                             f"{', '.join(differs)} differ from this one's: regrade the whole "
+                             f"class instead")
+        todo = wanted
+    else:
+        # a new gradebook: nothing of an earlier run stays beside it
+        for old in ("results", "feedback", "work", "gradebook.csv", "run.json"):
+            target = args.out / old
+            if target.is_dir():
+                shutil.rmtree(target)
+            elif target.exists():
+                target.unlink()
+        todo = list(names)
+    print(f"grading {len(todo)} submission(s) of chapter(s) {', '.join(grader.chapters)} on "
+          f"the {grader.backend} backend, {args.jobs} at a time, seed {grader.seed}, "
+          f"{SANDBOX_WORDS[grader.mode]}", flush=True)
+    started, done = time.monotonic(), 0
 
     def one(name):
         try:
@@ -608,21 +1012,42 @@ def grade_all(grader, args):
             note = f"the submission could not be read: {e}"
         else:
             note = ""
-        r = grader.grade(name, files, args.out / "work" / name)
+        taken_paths = {}
+        submitted = (roster.get(name) or {}).get("submitted")
+        r = grader.grade(name, files, args.out / "work" / name, None)
+        if submitted is None:
+            taken_paths = r["files"]
+            submitted = submission_time(names[name], taken_paths)
+        late(r, submitted, grader.deadline, grader.penalty)
         if note:
             r["notes"].insert(0, note)
         write_reports(r, args.out / "results" / name)
         return r
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        futures = {pool.submit(one, n): n for n in names}
+        futures = {pool.submit(one, n): n for n in todo}
         for fut in concurrent.futures.as_completed(futures):
             r = fut.result()
-            results[futures[fut]] = r
             done += 1
-            print(f"[{done}/{len(names)}] {r['student']}: {r['score']}/{r['max_score']} "
+            print(f"[{done}/{len(todo)}] {r['student']}: {r['score']}/{r['max_score']} "
                   f"({r['seconds']} s)", flush=True)
-    fb_dir = args.out / "feedback"
+    run_file.write_text(json.dumps(run, indent=1) + "\n")
+    book = write_gradebook(args.out, roster)
+    took = time.monotonic() - started
+    print(f"graded {len(todo)} submission(s) in {took:.0f} s of wall time ({args.jobs} at a "
+          f"time)\nwrote {book}\nwrote {args.out / 'feedback'}/<student>.txt and "
+          f"{args.out / 'results'}/<student>/{{score.json,results.json,junit.xml}}")
+    return 0
+
+
+def write_gradebook(out, roster):
+    """gradebook.csv from every results/<student>/score.json of this run (a regrade of one
+    student replaces only that student's files, so the other rows stay as they were)."""
+    results = {}
+    for f in sorted((out / "results").glob("*/score.json")):
+        r = json.loads(f.read_text())
+        results[f.parent.name] = r
+    fb_dir = out / "feedback"
     fb_dir.mkdir(parents=True, exist_ok=True)
     columns = []
     for r in results.values():
@@ -630,24 +1055,31 @@ def grade_all(grader, args):
             if ex not in columns:
                 columns.append(ex)
     columns.sort(key=lambda e: [int(x) for x in e.split(".")])
-    book = args.out / "gradebook.csv"
-    with open(book, "w", newline="") as f:
+    maxima = by_exercise(next(iter(results.values()))) if results else {}
+    book = out / "gradebook.csv"
+    with_id = bool(roster)
+    tmp = book.with_suffix(".csv.part")
+    with open(tmp, "w", newline="") as f:
         w = csv.writer(f)
-        maxima = by_exercise(next(iter(results.values())))
-        w.writerow(["student"] + columns + ["total", "max"])
-        w.writerow(["(max)"] + [maxima.get(c, {}).get("max", "") for c in columns]
-                   + [sum(m["max"] for m in maxima.values()), ""])
-        for name in sorted(results):
+        w.writerow(["student"] + (["student_id"] if with_id else []) + columns
+                   + ["total", "max", "submitted", "days_late", "penalty", "final", "sandbox"])
+        w.writerow(["(max)"] + ([""] if with_id else []) +
+                   [maxima.get(c, {}).get("max", "") for c in columns]
+                   + [sum(m["max"] for m in maxima.values()), "", "", "", "", "", ""])
+        for name in sorted(set(results) | set(roster)):
+            sid = [(roster.get(name) or {}).get("id", "")] if with_id else []
+            if name not in results:   # on the roster, nothing handed in
+                w.writerow([name] + sid + ["0"] * len(columns)
+                           + [0, "", "not submitted", "", "", 0, ""])
+                continue
             r, ex = results[name], by_exercise(results[name])
-            w.writerow([name] + [ex.get(c, {}).get("score", 0) for c in columns]
-                       + [r["score"], r["max_score"]])
-            (fb_dir / f"{name}.txt").write_text(feedback(r))
-    took = time.monotonic() - started
-    print(f"graded {len(results)} submissions in {took:.0f} s of wall time ({args.jobs} at a "
-          f"time)\nwrote {book}\nwrote {fb_dir}/<student>.txt "
-          f"({len(results)} files) and {args.out / 'results'}/<student>/"
-          f"{{score.json,results.json,junit.xml}}")
-    return 0
+            w.writerow([name] + sid + [ex.get(c, {}).get("score", 0) for c in columns]
+                       + [r["score"], r["max_score"], r.get("submitted", ""),
+                          r.get("days_late", 0), r.get("penalty", 0), r.get("final", r["score"]),
+                          r.get("sandbox", "")])
+            (fb_dir / f"{name}.txt").write_text(reports.feedback(r))
+    os.replace(tmp, book)
+    return book
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 """Make the student repository (make handout): this tree without solutions/, hidden tests, the
-maintainers' CI, the instructor's notes or any git history, with freshly generated exercise stubs
-and an autograding workflow that runs `make grade` on a runner with no GPU (the emulator).
+maintainers' CI, the instructor's notes, the grading platforms' packaging or any git history,
+with freshly generated exercise stubs. It stands alone: a link or #include that would reach a
+file it leaves out is rewritten (docs/experiments/ build against the student's own chapter
+files), and the handout is checked for any that remain.
 
     python3 tools/handout.py --out build/handout [--hidden DIR] [--check 01] [--python PY]
 
@@ -13,6 +15,7 @@ The stubs are put back and build/ removed afterwards, so what is left is what st
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -22,11 +25,12 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tools"))
 import exercises  # noqa: E402
 
-# never handed out: the answers, the maintainers' CI, the instructor's notes
+# never handed out: the answers, the maintainers' CI, the instructor's notes and packaging
 EXCLUDE_TOP = {"solutions", ".ci", ".git", "build", ".carry", ".whl"}
 EXCLUDE_FILES = {"docs/instructor.md"}
-# where the autograding platform looks for workflows in the student's repository
-WORKFLOW_DIR = Path(".github") / "workflows"
+EXCLUDE_DIRS = {"tools/platforms"}
+LINK = re.compile(r"\[([^\]]*)\]\(([^)\s#]+)(#[^)]*)?\)")
+INCLUDE = re.compile(r'^(\s*#\s*include\s*")([^"]+)(")', re.M)
 
 
 def tracked_files(hidden):
@@ -42,7 +46,8 @@ def tracked_files(hidden):
     for n in sorted(set(names)):
         path = REPO / n
         parts = Path(n).parts
-        if parts[0] in EXCLUDE_TOP or n in EXCLUDE_FILES or "__pycache__" in parts:
+        if parts[0] in EXCLUDE_TOP or n in EXCLUDE_FILES or "__pycache__" in parts \
+                or any(n.startswith(d + "/") for d in EXCLUDE_DIRS):
             continue
         if hidden and (path.resolve() == hidden or hidden in path.resolve().parents):
             continue
@@ -70,24 +75,59 @@ def build(out, hidden):
         shutil.rmtree(out)
     generated = stubs()
     files = tracked_files(hidden)
+    kept = set(files) | set(generated)
     for n in files:
         dest = out / n
         dest.parent.mkdir(parents=True, exist_ok=True)
         if n in generated:
             dest.write_text(generated[n])
+        elif n.endswith((".md", ".cu", ".h", ".cuh")):
+            dest.write_text(standalone(n, (REPO / n).read_text(), kept))
+            shutil.copystat(REPO / n, dest)
         else:
             shutil.copy2(REPO / n, dest)
     for n, text in generated.items():   # a new chapter not yet in git
         if not (out / n).exists():
             (out / n).parent.mkdir(parents=True, exist_ok=True)
             (out / n).write_text(text)
-    wf = out / WORKFLOW_DIR / "autograde.yml"
-    wf.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(REPO / "tools" / "autograde.yml", wf)
     (out / ".handout").write_text("made by `make handout`; students may delete this file\n")
     verify(out, hidden)
     print(f"wrote the handout: {out} ({len(files)} files; no solutions/, no hidden tests, "
-          f"no git history; workflow {WORKFLOW_DIR / 'autograde.yml'})")
+          f"no git history)")
+
+
+def _target(name, ref):
+    """The tree path a relative link or include in file `name` points at (None: not a path
+    in this tree)."""
+    if "://" in ref or ref.startswith(("mailto:", "/")):
+        return None
+    path = os.path.normpath(os.path.join(os.path.dirname(name), ref))
+    return None if path.startswith("..") else path
+
+
+def standalone(name, text, kept):
+    """The file as the handout needs it: an #include of a solution becomes the student's own
+    chapter file; a Markdown link to a file the handout leaves out becomes plain text."""
+    def include(m):
+        target = _target(name, m.group(2))
+        if target and target.startswith("solutions/"):
+            mine = "chapters/" + target[len("solutions/"):]
+            if mine in kept:
+                rel = os.path.relpath(mine, os.path.dirname(name))
+                return (f"{m.group(1)}{rel}{m.group(3)}  // the handout: your own chapter file "
+                        f"(the experiment needs its exercises done)")
+        return m.group(0)
+
+    def link(m):
+        target = _target(name, m.group(2))
+        if target is None or target in kept or (REPO / target).is_dir() and any(
+                k.startswith(target + "/") for k in kept):
+            return m.group(0)
+        return f"{m.group(1)} (in the instructor's copy of the course)"
+
+    if name.endswith(".md"):
+        return LINK.sub(link, text)
+    return INCLUDE.sub(include, text)
 
 
 def verify(out, hidden):
@@ -103,6 +143,20 @@ def verify(out, hidden):
                 secret[h.read_bytes()] = f"hidden test {h}"
     problems = []
     for f in out.rglob("*"):
+        rel = str(f.relative_to(out))
+        if f.is_file() and f.suffix in (".md", ".cu", ".h", ".cuh"):
+            text = f.read_text(errors="replace")
+            refs = [m.group(2) for m in LINK.finditer(text)] if f.suffix == ".md" else \
+                [m.group(2) for m in INCLUDE.finditer(text)]
+            for ref in refs:
+                target = _target(rel, ref)
+                # a Markdown link must land; an #include only must not reach what is left out
+                # (the others resolve through the compiler's -I folders)
+                missing = target and not (out / target).exists() and (
+                    f.suffix == ".md" or Path(target).parts[0] in EXCLUDE_TOP
+                    or target in EXCLUDE_FILES)
+                if missing:
+                    problems.append(f"{rel} refers to {ref}, which the handout does not have")
         if f.is_dir() or f.is_symlink():
             if f.name == ".git" or f.name == "solutions":
                 problems.append(f"{f.relative_to(out)} is in the handout")

@@ -25,6 +25,13 @@ import os
 
 from . import _venv  # noqa: F401  (first: NumPy, or the venv's interpreter)
 
+if os.environ.get("TUT_ISOLATE") == "1":   # grading: NumPy's memory shared with the worker that
+    import sys                              # runs the library, before any array is made
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    import tut_remote  # noqa: E402
+    tut_remote.install()
+
 # Lazy module loading makes the first launch of each kernel load code onto the device, which
 # shows up as device memory "leaked" by whichever test ran first. Load everything up front.
 os.environ.setdefault("CUDA_MODULE_LOADING", "EAGER")

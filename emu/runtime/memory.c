@@ -211,13 +211,17 @@ rt_block *rt_block_map(size_t bytes, size_t size, cuemu_mem_kind kind, const cha
     if (bytes > SIZE_MAX - 3 * pg) return NULL;
     size_t data_len = (bytes + pg - 1) / pg * pg;
     size_t ext_len = data_len + 2 * pg;
-    /* Device memory is closed and opened again at every synchronisation (rt_dev_enter), and
-       mprotect's cost is per page table entry: a large allocation starts on a 2 MiB boundary,
-       in huge pages where the host has them, which makes that cost (and the kernels' TLB
-       misses) about 500 times smaller. */
-    size_t align = kind == CUEMU_MEM_DEVICE && size >= GRANULE ? GRANULE : 0;
-    void *m = mmap(NULL, ext_len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+    void *m = rt_shared_map(ext_len);   /* issue 26: memory shared with a checker, if any */
+    size_t align = 0;
+    if (!m) {
+        /* Device memory is closed and opened again at every synchronisation (rt_dev_enter), and
+           mprotect's cost is per page table entry: a large allocation starts on a 2 MiB
+           boundary, in huge pages where the host has them, which makes that cost (and the
+           kernels' TLB misses) about 500 times smaller. */
+        align = kind == CUEMU_MEM_DEVICE && size >= GRANULE ? GRANULE : 0;
+        m = mmap(NULL, ext_len + align, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+    }
     if (m == MAP_FAILED) return NULL;
     if (align) {
         char *data = (char *)(((uintptr_t)m + pg + align - 1) & ~(uintptr_t)(align - 1));
@@ -231,7 +235,7 @@ rt_block *rt_block_map(size_t bytes, size_t size, cuemu_mem_kind kind, const cha
 #endif
     }
     rt_block *b = (rt_block *)calloc(1, sizeof *b);
-    if (!b) { munmap(m, ext_len); return NULL; }
+    if (!b) { rt_shared_unmap(m, ext_len); return NULL; }
     b->ext = (char *)m;
     b->ext_len = ext_len;
     b->data = (char *)m + pg;
@@ -239,7 +243,7 @@ rt_block *rt_block_map(size_t bytes, size_t size, cuemu_mem_kind kind, const cha
     b->capacity = data_len;
     b->kind = kind;
     rt_block_place(b, size, file, line);
-    if (!b->base) { munmap(m, ext_len); free(b); return NULL; }
+    if (!b->base) { rt_shared_unmap(m, ext_len); free(b); return NULL; }
     return b;
 }
 
@@ -405,13 +409,17 @@ void rt_freed_push(rt_block *b, int give_mapping)
 {
     rt_lock();
     freed_entry *e = &ring[ring_next];
-    if (e->own) munmap(e->own, e->own_len);
+    if (e->own) rt_shared_unmap(e->own, e->own_len);
     memset(e, 0, sizeof *e);
     fill_info(b, &e->info);
     e->ext = b->ext;
     e->ext_len = b->ext_len;
     if (give_mapping) {
-        if (b->data) {
+        if (b->data && rt_shared_owns(b->ext)) {   /* issue 26: the same, in the region */
+            rt_shared_release(b->ext, b->ext_len);
+            e->own = b->ext;
+            e->own_len = b->ext_len;
+        } else if (b->data) {
             /* A fresh PROT_NONE mapping over the old one hands the pages back to the host
                and keeps the addresses reserved: a late access faults instead of landing in
                whatever a later allocation put there. */
@@ -1517,7 +1525,7 @@ void rt_memory_reset(void)
     rt_lock();
     for (size_t i = 0; i < reg_n; i++) {
         rt_block *b = reg[i];
-        if (b->data) munmap(b->ext, b->ext_len);
+        if (b->data) rt_shared_unmap(b->ext, b->ext_len);
         free(b->pages);
         free(b->rm_pages);
         free(b->acc_list);
@@ -1525,7 +1533,7 @@ void rt_memory_reset(void)
     }
     reg_n = 0;
     for (unsigned k = 0; k < FREED_RING; k++) {
-        if (ring[k].own) munmap(ring[k].own, ring[k].own_len);
+        if (ring[k].own) rt_shared_unmap(ring[k].own, ring[k].own_len);
         memset(&ring[k], 0, sizeof ring[k]);
     }
     ring_next = 0;

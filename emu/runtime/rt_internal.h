@@ -85,6 +85,14 @@ size_t    rt_granule_round(size_t bytes);   /* 0 on overflow */
 /* Map a guarded block of `bytes` capacity and place `size` bytes of it against the back
    guard page; NULL if the host is out of memory. Not registered, not accounted. */
 rt_block *rt_block_map(size_t bytes, size_t size, cuemu_mem_kind kind, const char *file, int line);
+/* shared_heap.c (issue 26): mappings from the region shared with a checking process when
+   CUEMU_SHARED_HEAP names one. rt_shared_map: PROT_NONE pages, NULL when there is no region
+   (mmap instead), MAP_FAILED when it is full; rt_shared_unmap: back to the region, else munmap;
+   rt_shared_release: pages given back to the kernel, the range kept PROT_NONE. */
+void     *rt_shared_map(size_t len);
+int       rt_shared_owns(const void *p);
+void      rt_shared_unmap(void *p, size_t len);
+void      rt_shared_release(void *p, size_t len);
 /* (Re-)place `size` bytes in a mapped block against its back guard page: read-write,
    poisoned, canaries around it, a new serial. Not registered. */
 void      rt_block_place(rt_block *b, size_t size, const char *file, int line);

@@ -1,0 +1,735 @@
+# SPDX-License-Identifier: MIT
+"""tut_remote: a chapter's library in a worker process, driven from the checker (issue 26).
+
+With TUT_ISOLATE=1, tut.load_chapter() gives the driver a tut.Library whose `cdll` is a
+RemoteCDLL: every C function the driver binds and calls runs in a worker process
+(common/tut_worker.py), so the student's code never shares a process with the tests, the seed,
+the hidden tests or the results. The drivers run unchanged:
+
+- host memory: install() (at tut's import) maps one memfd region at the same address here and
+  in the worker, and makes it NumPy's data allocator (common/tut_shm.c through
+  PyDataMem_SetHandler), so the address of every NumPy array means the same bytes in the worker.
+  The emulator's allocations in the worker (pinned, managed, device) come from the other half
+  (emu/runtime/shared_heap.c), so a PinnedArray or ManagedArray viewed by NumPy here is the
+  memory the kernels write there;
+- ctypes objects passed by reference (ctypes.byref(c_int()), a c_void_p out-parameter,
+  (c_longlong * n)(), a Structure, create_string_buffer) are copied through the region, in and
+  back out; pointer ints already in the region pass unchanged; another address of this
+  process's own memory is refused (ValueError naming the function and the argument);
+- the channel: two inherited pipes, JSON messages (tut_worker.py's docstring); nothing the
+  worker sends is executed or unpickled, only parsed and checked;
+- a worker that dies (a signal, abort(), exit()) or stops answering (TUT_WORKER_TIMEOUT, 300 s
+  per call) fails the call with WorkerDied, a CudaError, naming the signal and the end of the
+  worker's stderr; the next call starts a fresh worker;
+- between calls every process of the worker (its process group and every descendant, one in
+  a session of its own too) is stopped (SIGSTOP), so nothing of the student's runs while the
+  checker computes and compares (TUT_WORKER_FREEZE=0: not; it costs about 100 us a call);
+- the worker's stdout and stderr are copied to the checker's fds 1 and 2 after each call.
+
+The worker is started as shlex.split(TUT_WORKER_PREFIX) + [python, tut_worker.py, ...]: the
+grader puts its sandbox command there. CPU backend only: CUDA's pinned and managed memory cannot
+be mapped into a second process, so on BACKEND=gpu load refuses with a clear message.
+"""
+import atexit
+import bisect
+import ctypes
+import json
+import os
+import select
+import shlex
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import tut_worker  # noqa: E402  (map_region and the message format, shared with the worker)
+
+MAX_REPLY = 1 << 20
+HANDLER_NAME = b"tut_shm: host memory shared with the worker"
+_CODES = {ctypes.c_int: "i", ctypes.c_uint: "I", ctypes.c_long: "l", ctypes.c_ulong: "L",
+          ctypes.c_longlong: "q", ctypes.c_ulonglong: "Q", ctypes.c_short: "h",
+          ctypes.c_ushort: "H", ctypes.c_byte: "b", ctypes.c_ubyte: "B", ctypes.c_bool: "?",
+          ctypes.c_float: "f", ctypes.c_double: "d", ctypes.c_void_p: "P",
+          ctypes.c_char_p: "z"}
+_INTS = set("iIlLqQhHbB?")
+_CArg = type(ctypes.byref(ctypes.c_int()))
+_CDATA = (ctypes._SimpleCData, ctypes.Structure, ctypes.Union, ctypes.Array, ctypes._Pointer)
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+_died_class = None
+
+
+def _worker_died_class():
+    """WorkerDied, a tut.CudaError: made on first use, since tut imports this module."""
+    global _died_class, WorkerDied
+    if _died_class is None:
+        import tut
+
+        class WorkerDied(tut.CudaError):
+            """The worker process running the student's library died or stopped answering."""
+
+            def __init__(self, what, detail=""):
+                super().__init__(-200, "WorkerDied", what, diagnostic=detail)
+        _died_class = WorkerDied
+    return _died_class
+
+
+class _Region:
+    """The shared memory: [base, base + size), the checker's half first, the worker's after."""
+
+    def __init__(self):
+        gib = float(os.environ.get("TUT_SHM_GIB", "16"))
+        self.size = int(gib * (1 << 30)) // (2 << 20) * (2 << 20)
+        if self.size < (64 << 20):
+            raise ValueError(f"TUT_SHM_GIB={gib}: the shared region needs at least 64 MiB")
+        self.half = self.size // 2
+        self.fd = os.memfd_create("tut-shared-host-memory", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        os.ftruncate(self.fd, self.size)
+        import fcntl   # the worker may write the memory, never shrink or grow it under us
+        fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS,
+                    fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+        self.base = None
+        # Far from where Linux puts programs, heaps and mmaps on x86-64 and arm64, in both
+        # processes; MAP_FIXED_NOREPLACE makes sure nothing is there.
+        errors = []
+        for base in (0x2a0000000000, 0x1a0000000000, 0x0a0000000000, 0x3a0000000000):
+            try:
+                self.base = tut_worker.map_region(_libc, self.fd, base, self.size)
+                break
+            except OSError as e:
+                errors.append(str(e))
+        if self.base is None:
+            raise OSError(f"TUT_ISOLATE=1: cannot map the shared host memory: {errors}")
+        self.end = self.base + self.size
+        so = _shm_library()
+        if so.tut_shm_init(ctypes.c_void_p(self.base), ctypes.c_size_t(self.half), self.fd,
+                           ctypes.c_longlong(0)) != 0:
+            raise MemoryError("tut_shm_init failed")
+        self.so = so
+
+    def __contains__(self, address):
+        return self.base <= address < self.end
+
+    def malloc(self, n):
+        p = self.so.tut_shm_malloc(max(n, 1))
+        if not p:
+            raise MemoryError(f"the shared host memory is full ({n} bytes asked)")
+        return p
+
+
+def _shm_library():
+    build = Path(os.environ.get("TUT_BUILD", HERE.parent / "build"))
+    for backend in ("cpu", "gpu"):
+        path = build / backend / "common" / "libtut_shm.so"
+        if path.exists():
+            break
+    else:
+        raise FileNotFoundError(f"{build}/cpu/common/libtut_shm.so does not exist: run `make` "
+                                f"first (TUT_ISOLATE=1 needs it)")
+    so = ctypes.CDLL(str(path))
+    so.tut_shm_init.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                                ctypes.c_longlong]
+    so.tut_shm_handler.restype = ctypes.c_void_p
+    so.tut_shm_malloc.restype, so.tut_shm_malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    so.tut_shm_free.restype, so.tut_shm_free.argtypes = None, [ctypes.c_void_p]
+    so.tut_shm_stats.restype = None
+    so.tut_shm_stats.argtypes = [ctypes.POINTER(ctypes.c_size_t)] * 2
+    return so
+
+
+_region = None
+
+
+def install():
+    """Map the shared region and make it NumPy's data allocator (once, at tut's import, before
+    the driver makes any array). Also makes this process undumpable: a same-user worker can
+    then neither ptrace it nor read its /proc/<pid>/environ, mem or maps."""
+    global _region
+    if _region is not None:
+        return _region
+    import numpy as np
+    major, minor = (int(v) for v in np.__version__.split(".")[:2])
+    if (major, minor) < (1, 22):
+        raise RuntimeError(f"TUT_ISOLATE=1 needs NumPy 1.22 or newer (PyDataMem_SetHandler); "
+                           f"this is NumPy {np.__version__}")
+    _libc.prctl(4, 0, 0, 0, 0)   # PR_SET_DUMPABLE 0
+    region = _Region()
+    try:
+        from numpy._core import _multiarray_umath as mu   # NumPy 2
+    except ImportError:
+        from numpy.core import _multiarray_umath as mu    # NumPy 1.22-1.26
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype, api.PyCapsule_GetName.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    api.PyCapsule_New.restype = ctypes.py_object
+    api.PyCapsule_New.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+    capsule = mu._ARRAY_API
+    table = ctypes.cast(api.PyCapsule_GetPointer(capsule, api.PyCapsule_GetName(capsule)),
+                        ctypes.POINTER(ctypes.c_void_p))
+    # PyArray_API[211] is PyArray_GetNDArrayCFeatureVersion, [304] PyDataMem_SetHandler, from
+    # NumPy 1.22 (C API feature version 0xf) to 2.x (__multiarray_api.h).
+    feature = ctypes.CFUNCTYPE(ctypes.c_uint)(table[211])()
+    if feature < 0xF:
+        raise RuntimeError(f"TUT_ISOLATE=1: NumPy's C API is version {feature:#x}, before "
+                           f"PyDataMem_SetHandler (0xf, NumPy 1.22)")
+    set_handler = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object)(table[304])
+    region.name = ctypes.c_char_p(b"mem_handler")   # the capsule keeps the pointer: keep it alive
+    handler = api.PyCapsule_New(region.so.tut_shm_handler(), region.name, None)
+    set_handler(handler)
+    region.handler = handler
+    probe = np.empty(1000)
+    if probe.ctypes.data not in region:
+        raise RuntimeError("TUT_ISOLATE=1: NumPy did not take the shared allocator "
+                           f"(NumPy {np.__version__}); run without TUT_ISOLATE")
+    _region = region
+    return region
+
+
+def shm_stats():
+    """(bytes in use, most ever) of the checker's half of the shared memory."""
+    now, most = ctypes.c_size_t(), ctypes.c_size_t()
+    _region.so.tut_shm_stats(ctypes.byref(now), ctypes.byref(most))
+    return now.value, most.value
+
+
+# ---- this process's own memory, for refusing addresses the worker cannot see -------------------
+class _Maps:
+    def __init__(self):
+        self.starts, self.ends, self.when = [], [], 0.0
+
+    def mine(self, address):
+        for refresh in (False, True):
+            if refresh:
+                if time.monotonic() - self.when < 0.5:   # read at most twice a second
+                    return False
+                self._read()
+            k = bisect.bisect_right(self.starts, address) - 1
+            if k >= 0 and address < self.ends[k]:
+                return True
+        return False
+
+    def _read(self):
+        spans = []
+        with open("/proc/self/maps") as f:
+            for line in f:
+                lo, hi = (int(v, 16) for v in line.split(None, 1)[0].split("-"))
+                if not (_region and lo >= _region.base and hi <= _region.end):
+                    spans.append((lo, hi))
+        spans.sort()
+        self.starts = [lo for lo, _ in spans]
+        self.ends = [hi for _, hi in spans]
+        self.when = time.monotonic()
+
+
+_maps = _Maps()
+
+
+# ---- the worker ------------------------------------------------------------------------------------
+class _Worker:
+    def __init__(self, path):
+        self.path = path
+        region = install()
+        req_r, req_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        # Its stdout and stderr: files the checker copies to its own fds 1 and 2 after each
+        # call, wherever those point then (a test's output file), in the order it printed.
+        self.out = [self._spool("stdout"), self._spool("stderr")]
+        self.last, self.failing = b"", False
+        cmd = shlex.split(os.environ.get("TUT_WORKER_PREFIX", "")) + [
+            sys.executable, "-I", "-S", str(HERE / "tut_worker.py"), str(req_r), str(rep_w),
+            f"{region.fd}:{region.base:#x}:{region.size:#x}:{region.half:#x}", str(path)]
+        # The worker sees no hidden tests, results or records: none of the harness's variables.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TUT_")}
+        sys.stdout.flush()
+        self.proc = subprocess.Popen(cmd, pass_fds=(req_r, rep_w, region.fd), env=env,
+                                     stdin=subprocess.DEVNULL, stdout=self.out[0][0],
+                                     stderr=self.out[1][0],
+                                     start_new_session=True, close_fds=True)
+        os.close(req_r)
+        os.close(rep_w)
+        self.req, self.rep = req_w, rep_r
+        self.buf, self.requests, self.seconds = b"", 0, 0.0
+        self.poll = select.poll()
+        self.poll.register(rep_r, select.POLLIN | select.POLLHUP | select.POLLERR)
+        self.freeze = os.environ.get("TUT_WORKER_FREEZE", "1") != "0"
+        self.frozen = False
+        atexit.register(self._thaw)
+        self.timeout = float(os.environ.get("TUT_WORKER_TIMEOUT", "300"))
+        self.dead = None
+        hello = self._reply(max(self.timeout, 60.0), "starting")
+        if not hello.get("ready"):
+            self._kill()
+            raise self._died(f"the worker could not load {path}: {hello.get('err')!r}")
+        self._stop()
+
+    # -- messages --
+    def request(self, msg, what):
+        if self.dead:
+            raise self.dead
+        started = time.perf_counter()
+        data = json.dumps(msg, separators=(",", ":")).encode()
+        data = struct.pack("<I", len(data)) + data
+        try:   # the request first, then the thaw: it wakes once, to a message waiting for it
+            while len(data) > 1 << 15 and self.frozen:   # more than a pipe holds: thaw first
+                self._cont()
+            while data:
+                data = data[os.write(self.req, data):]
+                self._cont()
+        except OSError:
+            return self._fail(what, "its channel is closed")
+        reply = self._reply(self.timeout, what)
+        self._stop()
+        self._relay()
+        self.requests += 1
+        self.seconds += time.perf_counter() - started
+        return reply
+
+    def _reply(self, timeout, what):
+        deadline = time.monotonic() + timeout
+        while len(self.buf) < 4:
+            self.buf += self._read(deadline, what)
+        n = struct.unpack("<I", self.buf[:4])[0]
+        if n > MAX_REPLY:
+            return self._fail(what, f"it sent a {n}-byte reply")
+        while len(self.buf) < 4 + n:
+            self.buf += self._read(deadline, what)
+        body, self.buf = self.buf[4:4 + n], self.buf[4 + n:]
+        try:
+            reply = json.loads(body)
+        except (ValueError, RecursionError):
+            return self._fail(what, "it sent a reply that is not JSON")
+        if not isinstance(reply, dict):
+            return self._fail(what, "it sent a reply that is not a JSON object")
+        return reply
+
+    def _read(self, deadline, what):
+        wait = deadline - time.monotonic()
+        if wait <= 0 or not self.poll.poll(wait * 1000):
+            self._kill()
+            self._fail(what, f"no answer in {self.timeout:g} s (TUT_WORKER_TIMEOUT); "
+                             f"the worker was killed")
+        b = os.read(self.rep, 1 << 16)
+        if not b:
+            self._fail(what, None)
+        return b
+
+    def _fail(self, what, why):
+        """The worker is gone (or is now killed): raise WorkerDied, and keep raising it."""
+        if why is None:   # end of file: it died; say how
+            try:
+                rc = self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._kill()
+                rc = self.proc.wait()
+            if rc < 0:
+                why = f"it was killed by {signal.Signals(-rc).name}"
+            elif rc > 128 and rc - 128 in signal.Signals._value2member_map_:
+                why = f"it was killed by {signal.Signals(rc - 128).name}"   # a shell, a sandbox
+            else:
+                why = f"it exited with status {rc}"
+        else:
+            self._kill()
+        self.failing = True
+        self._relay()
+        self.failing = False
+        tail = self._tail()
+        self.dead = self._died(f"the library's process died during {what}: {why}",
+                               f"its last words (stderr):\n{tail}" if tail else "")
+        raise self.dead
+
+    @staticmethod
+    def _died(what, detail=""):
+        return _worker_died_class()(what, detail)
+
+    # -- freezing between calls --
+    def _tree(self):
+        """The worker's process and every descendant (a sandbox's, a fork's), by /proc."""
+        pids, todo = [], [self.proc.pid]
+        while todo:
+            p = todo.pop()
+            pids.append(p)
+            try:
+                tids = os.listdir(f"/proc/{p}/task")
+            except OSError:
+                continue
+            for t in tids:
+                try:
+                    with open(f"/proc/{p}/task/{t}/children") as f:
+                        todo += [int(c) for c in f.read().split()]
+                except (OSError, ValueError):
+                    pass
+        return pids
+
+    @staticmethod
+    def _stopped(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] in "TtZX"
+        except (OSError, IndexError):
+            return True   # gone
+
+    def _stop(self):
+        """SIGSTOP the worker's process group and every descendant (one in a new session
+        too), and return once all of them have stopped."""
+        if self.freeze and not self.frozen and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGSTOP)
+                _, status = os.waitpid(self.proc.pid, os.WUNTRACED)   # once it has stopped
+                if not os.WIFSTOPPED(status):   # it died meanwhile, and that wait reaped it
+                    self.proc.returncode = os.waitstatus_to_exitcode(status)
+                    return
+                self.frozen = True
+                self.others = self._tree()[1:]
+                for p in self.others:
+                    os.kill(p, signal.SIGSTOP)
+                deadline = time.monotonic() + 5
+                while not all(self._stopped(p) for p in self.others):
+                    if time.monotonic() > deadline:
+                        self._fail("a pause between calls", "its processes would not stop")
+                    time.sleep(0.0002)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+            except PermissionError:   # a sandbox under another user: no freezing there
+                self.freeze = False
+
+    def _thaw(self):
+        """At exit (after the finalisers atexit runs, registered later): thawed, told to end
+        by the end of its channel, then killed with its process group if it does not."""
+        if os.environ.get("TUT_REMOTE_STATS"):   # what isolation cost this process
+            print(f"tut_remote: {self.requests} requests to the worker, {self.seconds:.3f} s "
+                  f"in them (calls, waiting and freezing)", file=sys.stderr)
+        self.freeze = False
+        self._cont()
+        others = self._tree()[1:]   # now: once the worker is gone, its orphans are not its
+        try:
+            req, self.req = self.req, -1
+            os.close(req)
+            self.proc.wait(timeout=2)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        self._kill(others)
+
+    def _cont(self):
+        if self.frozen:
+            self.frozen = False
+            for p in getattr(self, "others", ()):
+                try:
+                    os.kill(p, signal.SIGCONT)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            try:
+                os.killpg(self.proc.pid, signal.SIGCONT)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    # -- its stderr: shown as it comes, its end quoted when it dies --
+    @staticmethod
+    def _spool(name):
+        f = tempfile.TemporaryFile(prefix=f"tut-worker-{name}-", buffering=0)
+        import fcntl   # appends whatever the offset: the checker reads the same file
+        fcntl.fcntl(f.fileno(), fcntl.F_SETFL, fcntl.fcntl(f.fileno(), fcntl.F_GETFL) | os.O_APPEND)
+        return [f, 0]
+
+    def _relay(self):
+        for fd, spool in ((1, self.out[0]), (2, self.out[1])):
+            f = spool[0]
+            while True:
+                data = os.pread(f.fileno(), 1 << 20, spool[1])
+                if not data:
+                    break
+                spool[1] += len(data)
+                if fd == 2:
+                    self.last = (self.last + data)[-4000:]
+                (sys.stdout if fd == 1 else sys.stderr).flush()
+                view = memoryview(data)
+                try:
+                    while view:
+                        view = view[os.write(fd, view):]
+                except OSError as e:   # EFBIG: past the output limit (TUT_OUTPUT_MAX)
+                    if self.dead or self.failing:
+                        return
+                    self._fail("copying its output", f"its output could not be written: {e}")
+            if spool[1] > 1 << 20:   # copied out: the file need not keep it
+                os.ftruncate(f.fileno(), 0)
+                spool[1] = 0
+
+    def _tail(self):
+        text = self.last.decode(errors="replace").strip()
+        return "\n".join(text.splitlines()[-15:])
+
+    def _kill(self, others=()):
+        self._cont()
+        for p in list(others) + self._tree()[1:]:   # descendants first, in a new session too
+            try:
+                os.kill(p, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def close(self):
+        if self.proc.poll() is None:
+            self._kill()
+        for fd in (self.req, self.rep):
+            try:
+                if fd >= 0:
+                    os.close(fd)
+            except OSError:
+                pass
+        self.req = self.rep = -1
+
+
+# ---- what the driver sees: a ctypes.CDLL look-alike ---------------------------------------------
+class RemoteCDLL:
+    """A stand-in for ctypes.CDLL(path) whose functions run in a worker process. Attribute
+    access gives a RemoteFunction (AttributeError when the library has no such symbol), with
+    argtypes, restype and errcheck as on a ctypes function."""
+
+    def __init__(self, path, backend="cpu"):
+        if backend != "cpu":
+            raise RuntimeError(
+                "TUT_ISOLATE=1 runs the library in a worker process, which needs the cpu "
+                "backend: CUDA's pinned and managed memory cannot be shared with a second "
+                "process. Run with TUT_BACKEND=cpu, or without TUT_ISOLATE (in one process)")
+        self._name = str(path)
+        self._worker = None
+        self._generation = 0
+        self._symbols = {}
+        self._funcs = {}
+        self._next_id = 0
+        self._start()
+        # No atexit hook: finalisers (a PinnedArray's) still call the library at exit. The
+        # worker ends with this process: end of file on its channel, or PR_SET_PDEATHSIG.
+
+    def _start(self):
+        self._worker = _Worker(self._name)
+        self._generation += 1
+
+    def _close(self):
+        if self._worker is not None:
+            self._worker.close()
+
+    def _request(self, msg, what):
+        if self._worker.dead:   # the last one died: a fresh worker for what follows
+            self._worker.close()
+            self._start()
+        return self._worker.request(msg, what)
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        fn = self._funcs.get(name)
+        if fn is None:
+            if name not in self._symbols:
+                self._symbols[name] = self._request({"op": "sym", "name": name},
+                                                    f"a look-up of {name}").get("ok") is True
+            if not self._symbols[name]:
+                raise AttributeError(f"{self._name}: undefined symbol: {name}")
+            fn = self._funcs[name] = RemoteFunction(self, name)
+        return fn
+
+    def __getitem__(self, name):
+        return RemoteFunction(self, name) if getattr(self, name) else None
+
+    def __repr__(self):
+        return f"<RemoteCDLL {self._name!r} in a worker process>"
+
+    @property
+    def worker_pid(self):
+        return self._worker.proc.pid
+
+
+def _code(t, name, i):
+    if t in _CODES:
+        return _CODES[t]
+    if isinstance(t, type) and (issubclass(t, ctypes._Pointer) or hasattr(t, "_dtype_")):
+        return "P"   # POINTER(x), numpy.ctypeslib.ndpointer: an address
+    if isinstance(t, type) and issubclass(t, ctypes._SimpleCData) and t._type_ in _CODES.values():
+        return t._type_
+    where = f"argument {i + 1}" if i is not None else "its result"
+    raise TypeError(f"TUT_ISOLATE=1: {name}: {where} has type {t!r}, which the worker "
+                    f"process cannot pass (numbers and pointers only)")
+
+
+class RemoteFunction:
+    """One C function of the worker's library, with ctypes' argtypes/restype/errcheck."""
+
+    def __init__(self, cdll, name):
+        self._cdll, self.__name__ = cdll, name
+        self.argtypes, self.restype, self.errcheck = None, ctypes.c_int, None
+        self._bound = {}   # (generation, arg codes, result code) -> id in the worker
+
+    def __repr__(self):
+        return f"<RemoteFunction {self.__name__}>"
+
+    def _bind(self, codes, res):
+        key = (self._cdll._generation, codes, res)
+        fid = self._bound.get(key)
+        if fid is None:
+            cdll = self._cdll
+            fid = cdll._next_id
+            cdll._next_id += 1
+            r = cdll._request({"op": "bind", "id": fid, "name": self.__name__,
+                               "args": list(codes), "res": res}, f"binding {self.__name__}")
+            if r.get("ok") is not True:
+                raise AttributeError(f"{self.__name__}: {r.get('err')}")
+            self._bound[(cdll._generation, codes, res)] = fid
+        return fid
+
+    def __call__(self, *args):
+        name = self.__name__
+        res = "v" if self.restype is None else _code(self.restype, name, None)
+        if self.argtypes is not None:
+            if len(args) != len(self.argtypes):
+                raise TypeError(f"this function takes {len(self.argtypes)} argument(s) "
+                                f"({len(args)} given)")
+            codes = tuple(_code(t, name, i) for i, t in enumerate(self.argtypes))
+        else:
+            codes = tuple(_infer(a, name, i) for i, a in enumerate(args))
+        values, check, copies, scratch = [], [], [], []
+        try:
+            for i, (code, a) in enumerate(zip(codes, args)):
+                if code == "P" or code == "z":
+                    v = _pointer(a, name, i, copies, scratch)
+                    if v and v not in _region and _maps.mine(v):
+                        check.append(i)
+                    values.append(v)
+                else:
+                    values.append(_number(code, a, name, i))
+            fid = self._bind(tuple("P" if c == "z" else c for c in codes), res)
+            for obj, address, n in copies:
+                ctypes.memmove(address, ctypes.addressof(obj), n)
+            msg = {"op": "call", "id": fid, "a": values}
+            if check:
+                msg["chk"] = check
+            reply = self._cdll._request(msg, f"the call {name}()")
+            if "refuse" in reply:
+                i = reply["refuse"]
+                raise ValueError(
+                    f"{name}: argument {i + 1} is {values[i]:#x}, an address of the checking "
+                    f"process's own memory, which the library's process cannot see "
+                    f"(TUT_ISOLATE=1): pass a NumPy array, or ctypes.byref() of a ctypes object")
+            if "x" in reply:
+                raise ctypes.ArgumentError(str(reply["x"]))
+            if "r" not in reply:
+                raise self._cdll._worker._died(f"{name}: the worker sent {reply!r}")
+            for obj, address, n in copies:
+                ctypes.memmove(ctypes.addressof(obj), address, n)
+        finally:
+            for p in scratch:
+                _region.so.tut_shm_free(p)
+        result = _result(res, reply["r"], name)
+        if self.errcheck is not None:
+            return self.errcheck(result, self, args)
+        return result
+
+
+def _infer(a, name, i):
+    """Argument codes as ctypes infers them when argtypes is not set."""
+    if a is None or isinstance(a, (bytes, _CArg, ctypes.Array, ctypes.Structure, ctypes._Pointer)):
+        return "P"
+    if isinstance(a, bool) or not isinstance(a, int):
+        if isinstance(a, ctypes._SimpleCData) and a._type_ in _CODES.values():
+            return "P" if a._type_ == "z" else a._type_
+        raise ctypes.ArgumentError(f"argument {i + 1}: TypeError: Don't know how to convert "
+                                   f"parameter {i + 1}")
+    return "i"
+
+
+def _number(code, a, name, i):
+    """What ctypes would pass for a number argument (it wraps and truncates the same way)."""
+    if isinstance(a, ctypes._SimpleCData):
+        a = a.value
+    t = tut_worker.TYPES[code]
+    try:
+        return t(a).value if code not in "fd" else float(t(a).value)
+    except TypeError as e:
+        raise ctypes.ArgumentError(f"argument {i + 1}: TypeError: {e}") from None
+
+
+def _pointer(a, name, i, copies, scratch):
+    """The address to pass for a pointer argument; objects passed by reference are copied
+    through the region (recorded in copies, freed with scratch)."""
+    while hasattr(a, "_as_parameter_") and not isinstance(a, (_CDATA, int)):
+        a = a._as_parameter_
+    if a is None:
+        return 0
+    if isinstance(a, bool):
+        raise ctypes.ArgumentError(f"argument {i + 1}: TypeError: wrong type")
+    if isinstance(a, int):
+        return a
+    if type(a).__module__ == "numpy" or hasattr(a, "__array_interface__"):
+        import numpy as np
+        if isinstance(a, np.integer):
+            return int(a)
+        if isinstance(a, np.ndarray):
+            return a.ctypes.data
+    if isinstance(a, ctypes.c_void_p):
+        return a.value or 0
+    if isinstance(a, ctypes.c_char_p):
+        a = a.value
+    if isinstance(a, bytes):
+        p = _region.malloc(len(a) + 1)
+        scratch.append(p)
+        ctypes.memmove(p, a + b"\0", len(a) + 1)
+        return p
+    obj = a
+    if isinstance(a, _CArg):
+        obj = a._obj
+        if f"({ctypes.addressof(obj):#x})" not in repr(a):
+            raise ValueError(f"{name}: argument {i + 1}: ctypes.byref() with an offset cannot "
+                             f"cross to the library's process (TUT_ISOLATE=1)")
+    elif isinstance(a, ctypes._Pointer):
+        address = ctypes.cast(a, ctypes.c_void_p).value or 0
+        if not address or address in _region:
+            return address
+        raise ValueError(f"{name}: argument {i + 1}: a ctypes pointer to {address:#x}, memory of "
+                         f"the checking process the library's process cannot see "
+                         f"(TUT_ISOLATE=1): pass ctypes.byref(obj) or a NumPy array's address")
+    if isinstance(obj, _CDATA):
+        address = ctypes.addressof(obj)
+        if address in _region:
+            return address
+        n = ctypes.sizeof(obj)
+        p = _region.malloc(n)
+        scratch.append(p)
+        copies.append((obj, p, n))
+        return p
+    raise ctypes.ArgumentError(f"argument {i + 1}: TypeError: wrong type "
+                               f"({type(a).__name__})")
+
+
+def _result(res, r, name):
+    """The worker's value, checked against the declared result type (never trusted further)."""
+    if res == "v":
+        return None
+    if res in _INTS:
+        if type(r) is not int and not (res == "?" and type(r) is bool):
+            raise _worker_died_class()(f"{name}: the worker sent {r!r} for an integer result")
+        return bool(r) if res == "?" else r
+    if res in "fd":
+        if type(r) not in (int, float):
+            raise _worker_died_class()(f"{name}: the worker sent {r!r} for a float result")
+        return float(r)
+    if res == "P":
+        if r is not None and type(r) is not int:
+            raise _worker_died_class()(f"{name}: the worker sent {r!r} for a pointer result")
+        return r or None
+    if res == "z":
+        if r is not None and type(r) is not str:
+            raise _worker_died_class()(f"{name}: the worker sent {r!r} for a char * result")
+        return None if r is None else r.encode("latin-1")
+    raise AssertionError(res)

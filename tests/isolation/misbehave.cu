@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+// Functions tests/test_isolation.py builds into a chapter's library to see how the checker
+// takes a library that crashes, hangs, exits, or keeps writing shared memory after it returns.
+#include <pthread.h>
+#include <stdio.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+extern "C" int misbehave_crash(void) { raise(SIGSEGV); return 0; }
+extern "C" int misbehave_exit(void) { exit(3); }
+extern "C" int misbehave_hang(void) { for (;;) pause(); }
+extern "C" int misbehave_flood(void)
+{
+    for (int i = 0; i < 100000; i++) puts("flood flood flood flood flood flood flood flood");
+    return 0;
+}
+
+static volatile unsigned char *target;
+static size_t target_n;
+
+static void *scribble(void *arg)
+{
+    (void)arg;
+    for (unsigned char v = 1;; v++) {
+        for (size_t i = 0; i < target_n; i++) target[i] = v;
+        usleep(1000);
+    }
+    return NULL;
+}
+
+// Until the writer has started (buf[0] was 0): then the test sees it stop, not never start.
+static int started(void)
+{
+    for (int i = 0; i < 5000 && !target[0]; i++) usleep(1000);
+    return target[0] ? 0 : -1;
+}
+
+// Returns once a thread it leaves behind keeps writing buf[0..n) (a checker's array).
+extern "C" int misbehave_scribble(void *buf, size_t n)
+{
+    target = (volatile unsigned char *)buf;
+    target_n = n;
+    pthread_t t;
+    if (pthread_create(&t, NULL, scribble, NULL) != 0) return -1;
+    return started();
+}
+
+// The same from a child process in a session of its own (not in the worker's process group).
+extern "C" int misbehave_scribble_elsewhere(void *buf, size_t n)
+{
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    target = (volatile unsigned char *)buf;
+    target_n = n;
+    if (pid == 0) {
+        setsid();
+        scribble(NULL);
+    }
+    return started();
+}

@@ -1,0 +1,293 @@
+# SPDX-License-Identifier: MIT
+"""unit/isolation: TUT_ISOLATE=1, a chapter's library in a worker process (issue 26).
+
+- the chapters' solutions still pass and their stubs still fail through the proxy, drivers
+  unchanged;
+- NumPy's memory is the shared region; an address of the checker's own memory is refused;
+  ctypes out-parameters come back;
+- a library that crashes, exits or hangs fails its call (WorkerDied), never hangs the checker;
+  one that leaves a thread writing shared memory is frozen between calls;
+- attacks built into chapter 01's library (tests/isolation/*.cu): each is first shown to
+  change the verdict in one process (so the test has teeth), then shown not to with isolation.
+  The same attacks through the grader and its sandbox: tests/test_classroom.py.
+Run by CTest on the cpu backend, after `make`.
+"""
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BUILD = Path(os.environ.get("TUT_BUILD", REPO / "build")).resolve()
+PY = sys.executable
+CH01 = "01_threads_blocks_grids"
+SECRET = "hidden-test-secret-7f3a"
+# Per chapter: the exercises (and one check) run through the proxy; all of them where quick.
+SUBSET = {"00": None, "01": None, "02": None, "03": None, "04": "04.1,04.2,04.3,04.errors",
+          "05": None, "06": None, "07": None}
+
+
+# The worker as the grader's sandbox runs it at the least: under a user of its own. Root (a
+# container's CI) could read any process's memory, so as root the worker becomes nobody; under
+# an ordinary user it keeps that user, whom the checker's PR_SET_DUMPABLE 0 keeps out.
+OTHER_USER = ("setpriv --reuid=65534 --regid=65534 --clear-groups"
+              if os.geteuid() == 0 and shutil.which("setpriv") else "")
+
+
+def chapter_dir(num):
+    return next((REPO / "chapters").glob(f"{num}_*"))
+
+
+def env(**kw):
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("TUT_", "CUEMU_"))}
+    e.update(TUT_BACKEND="cpu", TUT_BUILD=str(BUILD))
+    e.update({k: str(v) for k, v in kw.items()})
+    return e
+
+
+def drive(num, *args, timeout=600, **kw):
+    return subprocess.run([PY, str(chapter_dir(num) / "driver.py"), *args], env=env(**kw),
+                          capture_output=True, text=True, timeout=timeout, cwd=REPO)
+
+
+def rows(path):
+    return {r["id"]: r for r in json.loads(Path(path).read_text())}
+
+
+def grade_vars():
+    out = subprocess.run(["make", "-s", "--no-print-directory", "grade-vars", "BACKEND=cpu",
+                          f"BUILD={BUILD}"], cwd=REPO, capture_output=True, text=True,
+                         check=True).stdout
+    v = {}
+    for line in out.splitlines():
+        key, _, value = line.partition("=")
+        v[key] = shlex.split(value)
+    return v
+
+
+def build_chapter01(build, extra):
+    """Chapter 01's exercises (the stubs) plus tests/isolation/<extra>.cu, compiled as the
+    grader compiles a submission, into build/cpu/solutions/ (TUT_TREE=solutions: the harness
+    then runs every test instead of calling an untouched stub "not done")."""
+    v = grade_vars()
+    work = build / "obj"
+    work.mkdir(parents=True, exist_ok=True)
+    objs = []
+    for src in sorted(chapter_dir("01").glob("*.cu")) + [REPO / "tests" / "isolation" / f"{extra}.cu"]:
+        cpp, obj = work / f"{src.stem}.cpp", work / f"{src.stem}.o"
+        subprocess.run(v["rewrite"] + [str(src), str(cpp)], check=True, cwd=REPO)
+        subprocess.run(v["cxx"] + v["cxxflags"] + ["-DTUT_BACKEND_CPU", "-Icommon",
+                       f"-I{src.parent}", "-c", "-o", str(obj), str(cpp)], check=True, cwd=REPO,
+                       capture_output=True)
+        objs.append(str(obj))
+    lib = build / "cpu" / "solutions" / f"lib{CH01}.so"
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(v["cxx"] + v["cxxflags"] + ["-shared", "-o", str(lib)] + objs + v["tut_check"]
+                   + ["-Wl,--whole-archive"] + v["runtime"] + ["-Wl,--no-whole-archive"]
+                   + v["ldlibs"], check=True, cwd=REPO, capture_output=True)
+    (build / "cpu" / "common").mkdir(parents=True, exist_ok=True)
+    shutil.copy(BUILD / "cpu" / "common" / "libtut_shm.so", build / "cpu" / "common")
+    return build
+
+
+class ThroughTheProxy(unittest.TestCase):
+    def test_solutions_pass(self):
+        for num, only in SUBSET.items():
+            with self.subTest(chapter=num), tempfile.TemporaryDirectory() as tmp:
+                out = Path(tmp) / "r.json"
+                args = ["--check", "--json", str(out)] + (["--only", only] if only else [])
+                r = drive(num, *args, TUT_ISOLATE=1, TUT_TREE="solutions")
+                self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
+                bad = {k: v["status"] for k, v in rows(out).items()
+                       if v["status"] not in ("PASS", "SKIP")}
+                self.assertEqual(bad, {})
+
+    def test_stubs_fail(self):
+        for num in ("01", "03", "05", "07"):
+            with self.subTest(chapter=num):
+                r = drive(num, "--check", "--expect-fail", TUT_ISOLATE=1, TUT_TREE="chapters")
+                self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
+                self.assertIn("stubs fail as they must", r.stdout)
+
+    def script(self, body, timeout=120, **kw):
+        """body runs in a fresh checker with TUT_ISOLATE=1 and chapter 01's solutions loaded
+        as `lib`; its stdout is returned."""
+        code = textwrap.dedent(f"""
+            import ctypes, sys
+            sys.path.insert(0, {str(REPO / 'common')!r})
+            import tut, tut_remote
+            import numpy as np
+            lib = tut.load_chapter({CH01!r}, "solutions")
+        """) + textwrap.dedent(body)
+        e = env(TUT_ISOLATE=1, **kw)
+        r = subprocess.run([PY, "-c", code], env=e, capture_output=True, text=True,
+                           timeout=timeout, cwd=REPO)
+        self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
+        return r.stdout
+
+    def test_numpy_memory_is_the_region_and_out_parameters_come_back(self):
+        out = self.script("""
+            r = tut_remote._region
+            a = np.arange(1000, dtype=np.float32)
+            assert a.ctypes.data in r and np.zeros(3).ctypes.data in r
+            with tut.DeviceBuffer(lib, a.nbytes) as d:        # byref out-parameter inside
+                assert d.ptr.value in r                        # device memory: the region too
+                d.upload(a)
+                tut.assert_equal(d.download(np.float32, a.shape), a)
+            assert lib.device_count() == 1 and lib.mem_info()[1] > 0
+            try:   # CUDA's pinned and managed memory cannot be shared with a second process
+                tut_remote.RemoteCDLL("libx.so", "gpu")
+            except RuntimeError as e:
+                print("gpu:", e)
+            print("ok", lib.backend)
+        """)
+        self.assertIn("ok cpu", out)
+        self.assertIn("gpu: TUT_ISOLATE=1 runs the library in a worker process, which needs the "
+                      "cpu backend", out)
+
+    def test_an_address_of_the_checkers_own_memory_is_refused(self):
+        out = self.script("""
+            private = ctypes.create_string_buffer(64)   # ctypes memory: not in the region
+            with tut.DeviceBuffer(lib, 64) as d:
+                try:
+                    lib.htod(d.ptr, ctypes.addressof(private), 64)
+                except ValueError as e:
+                    print("refused:", e)
+                lib.htod(d.ptr, private, 64)   # the object itself: copied through the region
+                print("copied")
+        """)
+        self.assertIn("refused: tut_memcpy_htod: argument 2", out)
+        self.assertIn("copied", out)
+
+    def misbehaving(self):
+        if not hasattr(type(self), "_misbehave"):
+            type(self)._tmp = tempfile.mkdtemp(prefix="tut-isolation-")
+            type(self)._misbehave = build_chapter01(Path(self._tmp) / "misbehave", "misbehave")
+        return self._misbehave
+
+    @classmethod
+    def tearDownClass(cls):
+        if hasattr(cls, "_tmp"):
+            shutil.rmtree(cls._tmp, ignore_errors=True)
+
+    def test_a_crash_an_exit_or_a_hang_fails_the_call(self):
+        build = self.misbehaving()
+        out = self.script("""
+            for name in ("misbehave_crash", "misbehave_exit", "misbehave_hang"):
+                try:
+                    lib.bind(name, [])()
+                    print(name, "returned")
+                except tut.CudaError as e:
+                    print(name, "->", e.name, str(e).splitlines()[0])
+            print("after:", lib.device_count())   # a fresh worker answers
+            # A printf flood past the output limit (RLIMIT_FSIZE on the test's output file)
+            import os, resource, tempfile
+            with tempfile.TemporaryFile() as f:
+                saved = os.dup(1)
+                os.dup2(f.fileno(), 1)
+                resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, resource.RLIM_INFINITY))
+                try:
+                    lib.bind("misbehave_flood", [])()
+                    what = "returned"
+                except tut.CudaError as e:
+                    what = str(e).splitlines()[0]
+                resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY,) * 2)
+                os.dup2(saved, 1)
+            print("flood ->", what)
+        """, TUT_BUILD=build, TUT_WORKER_TIMEOUT=3)
+        self.assertIn("misbehave_crash -> WorkerDied", out)
+        self.assertIn("killed by SIGSEGV", out)
+        self.assertIn("exited with status 3", out)
+        self.assertIn("no answer in 3 s", out)
+        self.assertIn("after: 1", out)
+        self.assertIn("flood -> WorkerDied (-200): the library's process died during copying its "
+                      "output: its output could not be written: [Errno 27] File too large", out)
+
+    def test_the_worker_is_frozen_between_calls(self):
+        """A thread, or a child in a session of its own, that keeps writing a checker's array
+        after the call returned: frozen until the next call."""
+        build = self.misbehaving()
+        for fn in ("misbehave_scribble", "misbehave_scribble_elsewhere"):
+            # It returns once the writer has written; frozen, the array then stays as it is
+            # (0.3 s: 300 of its writes); not frozen, it changes (within 20 s however loaded).
+            probe = f"""
+                import os, time
+                a = np.zeros(1 << 16, np.uint8)
+                lib.bind("{fn}", [ctypes.c_void_p, ctypes.c_size_t])(a.ctypes.data, a.size)
+                first, deadline = a.copy(), time.monotonic() + 20
+                time.sleep(0.3)
+                while os.environ.get("TUT_WORKER_FREEZE") == "0" and (a == first).all() \\
+                        and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                print("changed" if (a != first).any() else "still")
+            """
+            with self.subTest(fn):
+                self.assertIn("changed", self.script(probe, TUT_BUILD=build, TUT_WORKER_FREEZE=0))
+                self.assertIn("still", self.script(probe, TUT_BUILD=build))
+
+
+class Attacks(unittest.TestCase):
+    """Each attack: in one process it changes the verdict; isolated, it does not."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = Path(tempfile.mkdtemp(prefix="tut-attacks-"))
+        cls.tmp.chmod(0o755)   # the worker may run as another user (OTHER_USER)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def run_both(self, attack, other_user=True, **kw):
+        build = build_chapter01(self.tmp / attack, attack)
+        out = {}
+        for isolate in ("0", "1"):
+            results = self.tmp / f"{attack}-{isolate}.json"
+            if isolate == "1" and other_user:
+                kw["TUT_WORKER_PREFIX"] = OTHER_USER
+            r = drive("01", "--check", "--json", str(results), TUT_TREE="solutions",
+                      TUT_BUILD=build, TUT_ISOLATE=isolate, **kw)
+            statuses = {k: v["status"] for k, v in rows(results).items()
+                        if k in ("01.1", "01.2", "01.3", "01.4", "01.5")} if results.exists() else {}
+            out[isolate] = (r, statuses)
+        return out
+
+    def test_a_constructor_writing_pass_results_then_exiting(self):
+        out = self.run_both("award_pass", other_user=False)   # it may write the file: and then?
+        r, statuses = out["0"]
+        self.assertEqual((r.returncode, set(statuses.values())), (0, {"PASS"}),
+                         "in one process the attack should have worked: the test has no teeth")
+        r, statuses = out["1"]
+        self.assertNotEqual(r.returncode, 0)
+        self.assertTrue(statuses and "PASS" not in statuses.values(), statuses)
+
+    def test_a_constructor_patching_python(self):
+        out = self.run_both("patch_python")
+        r, statuses = out["0"]
+        self.assertEqual(set(statuses.values()), {"PASS"}, r.stderr[-2000:])
+        r, statuses = out["1"]
+        self.assertIn("attack: harness not in this process", r.stderr)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertTrue(statuses and "PASS" not in statuses.values(), statuses)
+
+    def test_a_constructor_reading_the_hidden_tests(self):
+        hidden = self.tmp / "hidden"
+        hidden.mkdir(exist_ok=True)
+        (hidden / "01secret.py").write_text(f"# {SECRET}\ndef register(chapter, driver):\n"
+                                            f"    pass\n")
+        out = self.run_both("read_hidden", TUT_HIDDEN=hidden)
+        r, _ = out["0"]
+        self.assertIn(SECRET, r.stderr, "in one process the attack should have read the folder")
+        r, _ = out["1"]
+        self.assertIn("attack: hidden folder not found", r.stderr)
+        self.assertNotIn(SECRET, r.stdout + r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
