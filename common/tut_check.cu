@@ -312,8 +312,11 @@ static void tut_on_crash(int sig, siginfo_t *si, void *ucv)
     }
     for (size_t i = 0; i < sizeof tut_crash_sigs / sizeof *tut_crash_sigs; i++)
         if (tut_crash_sigs[i] == sig) sigaction(sig, &tut_old_act[i], NULL);
-    /* a fault repeats when the instruction runs again; anything else is sent again */
-    if (sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE) raise(sig);
+    /* A fault repeats when its instruction runs again; a signal that was sent (raise, kill:
+       si_code <= 0) or an abort is sent again. */
+    if ((sig != SIGSEGV && sig != SIGBUS && sig != SIGILL && sig != SIGFPE) || !si
+        || si->si_code <= 0)
+        raise(sig);
 }
 
 extern "C" int tut_install_crash_report(void)

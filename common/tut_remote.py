@@ -90,7 +90,16 @@ class _Region:
             raise ValueError(f"TUT_SHM_GIB={gib}: the shared region needs at least 64 MiB")
         self.half = self.size // 2
         self.fd = os.memfd_create("tut-shared-host-memory", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-        os.ftruncate(self.fd, self.size)
+        # ftruncate counts against RLIMIT_FSIZE, which a harness may have lowered to cap a
+        # test's output (and a child started during a test inherits): lift it for this call
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        if soft != resource.RLIM_INFINITY and soft < self.size:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
+        try:
+            os.ftruncate(self.fd, self.size)
+        finally:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
         import fcntl   # the worker may write the memory, never shrink or grow it under us
         fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS,
                     fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
@@ -522,10 +531,15 @@ class RemoteCDLL:
         if self._worker is not None:
             self._worker.close()
 
-    def _request(self, msg, what):
-        if self._worker.dead:   # the last one died: a fresh worker for what follows
+    def _ensure(self):
+        """A fresh worker when the last one died, for what follows. Before a function's id is
+        looked up: ids are per worker, and a new one knows none of the old one's."""
+        if self._worker.dead:
             self._worker.close()
             self._start()
+
+    def _request(self, msg, what):
+        self._ensure()
         return self._worker.request(msg, what)
 
     def __getattr__(self, name):
@@ -576,6 +590,7 @@ class RemoteFunction:
         return f"<RemoteFunction {self.__name__}>"
 
     def _bind(self, codes, res):
+        self._cdll._ensure()
         key = (self._cdll._generation, codes, res)
         fid = self._bound.get(key)
         if fid is None:

@@ -40,7 +40,7 @@ from .paths import REPO, backend, build_dir, library_path, tree  # noqa: E402
 from .errors import (EXIT_FAIL, EXIT_PASS, EXIT_SKIP, NO_GPU_ERRORS, POISON_BYTE,  # noqa: E402
                      TUT_ERR_ARG, TUT_ERR_LIBRARY, TUT_ERR_TODO, CudaError, ExerciseNotDone,
                      LibraryError, NotBuilt, Skip)
-from .library import Library, c_float_p, c_size_t_p, load_chapter  # noqa: E402
+from .library import Library, c_float_p, c_size_t_p, isolated, load_chapter  # noqa: E402
 from .args import check_array, check_count, ptr  # noqa: E402
 from .owners import Handle, Owner  # noqa: E402
 from .memory import DeviceBuffer, ManagedArray, check_managed, device_ballast  # noqa: E402

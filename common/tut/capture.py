@@ -63,6 +63,16 @@ def read_capped(path, limit=OUTPUT_LIMIT):
     return text, kept + (rest_lines if cut else 0), rest_lines if cut else 0
 
 
+_saved_fsize = [None]   # RLIMIT_FSIZE before output_to lowered it
+
+
+def child_limits():
+    """For a process started while a test runs (preexec_fn): the file size limit the harness
+    had before it capped this test's output (a checker sizes its shared memory with ftruncate)."""
+    if _saved_fsize[0] is not None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, _saved_fsize[0])
+
+
 @contextlib.contextmanager
 def output_to(path):
     """Point fds 1 and 2 at `path` for the duration (None: leave them alone)."""
@@ -71,6 +81,7 @@ def output_to(path):
         return
     _flush_all()
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    _saved_fsize[0] = (soft, hard)
     # A grader (TUT_OUTPUT_MAX=bytes) wants a flood stopped: past it the process dies of
     # SIGXFSZ, which the grader reports as output over its limit. make check goes on instead.
     cap = int(os.environ.get("TUT_OUTPUT_MAX") or 0)
@@ -90,6 +101,7 @@ def output_to(path):
     finally:
         _flush_all()
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        _saved_fsize[0] = None
         os.dup2(saved[0], 1)
         os.dup2(saved[1], 2)
         os.close(saved[0])

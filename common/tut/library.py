@@ -158,6 +158,13 @@ def _relative(where):
 _loaded = {}
 
 
+def isolated():
+    """True when the library runs in a worker process (TUT_ISOLATE=1, grading): what the
+    emulator sees by page protection in the library's own process (a host read of managed
+    memory a kernel will write) it cannot see of the checker's reads."""
+    return os.environ.get("TUT_ISOLATE") == "1"
+
+
 # gcc/clang "file:line:col: error: ...", nvcc "file(line): error: ..."
 _COMPILER_ERROR = re.compile(r"^(?P<file>[^\s:()][^:()]*?)(?::(?P<line>\d+)(?::\d+)?|\((?P<pline>\d+)\))"
                              r":\s*(?:fatal\s+)?error\b:?\s*(?P<msg>.*)$")
@@ -198,7 +205,7 @@ def load_chapter(chapter, which_tree=None, which_backend=None):
                 f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path} does not "
                 f"exist: run `make BACKEND={backend()}` first (if it did not compile, the "
                 f"compiler's errors are above)")
-        if os.environ.get("TUT_ISOLATE") == "1":   # grading: the library in a worker process
+        if isolated():   # grading: the library in a worker process
             import tut_remote
             try:
                 _loaded[path] = Library(path, tut_remote.RemoteCDLL(path, which_backend or backend()))

@@ -207,7 +207,10 @@ class Chapter:
         try:
             with capture.output_to(output):
                 status, message = self._call(test, ctx, lib)
-                diagnostics = diagnostic()
+                try:
+                    diagnostics = diagnostic()
+                except Exception as e:   # a library whose process died: the row says so
+                    diagnostics = f"(the emulator's diagnoses could not be read: {e})"
         finally:
             _running[0] = False
             if quiet is None:
