@@ -1308,7 +1308,7 @@ int cuemu_launch_run(const cuemu_launch_desc *d)
             cuemu_cur = NULL;
             int sticky = 1;
             if (g_abort_err) {
-                cuemu_diag("%s", g_abort_msg);
+                if (g_abort_msg[0]) cuemu_diag("%s", g_abort_msg);   /* "": said already (assert.c) */
                 err = g_abort_err;
                 sticky = g_abort_sticky;
                 g_abort_err = 0;

@@ -9,6 +9,10 @@
 #ifndef CUEMU_RUNTIME_EXT_H
 #define CUEMU_RUNTIME_EXT_H
 
+/* The SM clock the emulator reports (cudaDevAttrClockRate, kHz); clock() and clock64() in a
+   kernel count cycles of it. */
+#define CUEMU_CLOCK_KHZ 1980000
+
 #ifdef __cplusplus
 extern "C" {
 #endif
