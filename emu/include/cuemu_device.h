@@ -445,11 +445,27 @@ template <> struct prio<0> {};
 /* The kernel's address (for cudaFuncSetAttribute limits): direct for a function or an explicit
    specialisation, by the argument types for a deduced template; when neither works (a deduced
    template with converted arguments) the launch goes on without it. */
+/* With the address comes, per parameter, whether it is a pointer to non-const: what the kernel
+   may write is what its parameters say, not its arguments (an `int *` passed for a
+   `const int *` parameter is only read). */
+struct kfunc {
+    const void *addr;
+    unsigned writable;   /* bit i: parameter i is a pointer to non-const */
+    operator const void *() const { return addr; }
+};
+template <class... P> static constexpr unsigned writable_params()
+{
+    unsigned m = 0, i = 0;
+    ((m |= (std::is_pointer<P>::value &&
+            !std::is_const<typename std::remove_pointer<P>::type>::value ? 1u : 0u) << (i++ & 31)), ...);
+    return m;
+}
 template <class... P, class... A>
-static inline const void *kaddr(prio<2>, void (*f)(P...), A &&...) { return (const void *)f; }
+static inline kfunc kaddr(prio<2>, void (*f)(P...), A &&...)
+{ return kfunc{(const void *)f, writable_params<P...>()}; }
 template <class... A>
-static inline const void *kaddr(prio<1>, void (*f)(typename std::decay<A>::type...), A &&...)
-{ return (const void *)f; }
+static inline kfunc kaddr(prio<1>, void (*f)(typename std::decay<A>::type...), A &&...)
+{ return kfunc{(const void *)f, writable_params<typename std::decay<A>::type...>()}; }
 
 /* A literal 0 or NULL kernel argument (the rewriter substitutes this): converts to whatever
    the parameter is, as the literal would have at a direct call. */
@@ -487,13 +503,18 @@ template <class Body, class Tup> static void free_ctx(void *p)
     delete static_cast<launch_ctx<Body, Tup> *>(p);
 }
 
-template <class T> static inline int check_arg(cuemu_launch_desc *d, int i, const T &v)
+/* writable: the kernel's parameter mask (kfunc), or ~0u when the kernel's type is unknown
+   (then the argument's own constness decides) */
+template <class T> static inline int check_arg(cuemu_launch_desc *d, int i, const T &v,
+                                               unsigned writable)
 {
     if constexpr (std::is_pointer<T>::value && !std::is_function<
                       typename std::remove_pointer<T>::type>::value) {
         if (v && d->nptr < 16) {
             d->ptr[d->nptr] = (const void *)v;
-            d->ptr_written[d->nptr++] = !std::is_const<typename std::remove_pointer<T>::type>::value;
+            d->ptr_written[d->nptr++] =
+                !std::is_const<typename std::remove_pointer<T>::type>::value &&
+                (i >= 32 || ((writable >> i) & 1u));
         }
         return cuemu_check_kernel_pointer(d, i, (const void *)v);
     } else
@@ -509,7 +530,12 @@ static inline void launch(const cfg &c, const char *name, const char *file, int 
     d.kernel = name;
     d.file = file;
     d.line = line;
-    if constexpr (std::is_invocable<AddrL &, A &...>::value) d.func = addr(a...);
+    unsigned writable = ~0u;
+    if constexpr (std::is_invocable<AddrL &, A &...>::value) {
+        kfunc kf = addr(a...);
+        d.func = kf.addr;
+        writable = kf.writable;
+    }
     d.grid = c.grid;
     d.block = c.block;
     d.dsmem = c.smem;
@@ -520,7 +546,7 @@ static inline void launch(const cfg &c, const char *name, const char *file, int 
     typedef std::tuple<typename std::decay<A>::type...> Tup;
     launch_ctx<Body, Tup> *ctx = new launch_ctx<Body, Tup>{body, Tup(std::forward<A>(a)...)};
     int bad = 0, i = 0;
-    std::apply([&](const auto &...v) { ((bad |= check_arg(&d, i++, v)), ...); }, ctx->args);
+    std::apply([&](const auto &...v) { ((bad |= check_arg(&d, i++, v, writable)), ...); }, ctx->args);
     if (bad) {
         delete ctx;
         cuemu_launch_refuse(&d);

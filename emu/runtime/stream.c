@@ -357,6 +357,25 @@ static void apply_prot(rt_block *b, int state)
     b->prot = state;
 }
 
+/* 1 if the instruction at pc is a locked read-modify-write (lock prefix, or xchg with a
+   memory operand, which the processor always locks). */
+static int host_atomic_insn(const unsigned char *pc)
+{
+#if defined(__x86_64__)
+    for (int i = 0; i < 15; i++) {
+        unsigned char c = pc[i];
+        if (c == 0xF0) return 1;
+        if (c == 0x66 || c == 0x67 || c == 0xF2 || c == 0xF3 || c == 0x2E || c == 0x3E ||
+            c == 0x26 || c == 0x36 || c == 0x64 || c == 0x65 || (c >= 0x40 && c <= 0x4F))
+            continue;                                 /* other prefixes, REX */
+        return c == 0x86 || c == 0x87;
+    }
+#else
+    (void)pc;
+#endif
+    return 0;
+}
+
 static void host_fault(int sig, siginfo_t *si, void *ucv)
 {
     const char *a = (const char *)si->si_addr;
@@ -381,6 +400,28 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
 #else
     (void)ucv;
 #endif
+    /* A locked read-modify-write (x86's lock prefix, or xchg with memory) is a host atomic:
+       legal on managed memory while kernels run (concurrentManagedAccess = 1) and on pinned
+       memory (system-scope atomics), so it goes on: the queued work runs after it, as it may
+       on a GPU. A plain access stays a race. */
+    if (pc && host_atomic_insn((const unsigned char *)pc)) {
+        apply_prot(b, 0);
+        return;
+    }
+    /* A host write to pinned memory that queued kernels only read (a flag a kernel waits
+       for) is legal: the kernels see it when they run, as they may on a GPU. Queued copies
+       reading it are a race (the classic reuse of a pinned buffer before its copy ran). */
+    if (write && b->kind == CUEMU_MEM_HOST_PINNED && !b->pend_w) {
+        int kernels_only = 1;
+        for (int i = 0; i < b->nacc_list && kernels_only; i++) {
+            const rt_op *o = b->acc_list[i].op;
+            if (!o->done && o->kind != RT_OP_KERNEL) kernels_only = 0;
+        }
+        if (kernels_only) {
+            apply_prot(b, 0);
+            return;
+        }
+    }
     Dl_info di;
     char where[512], what[512], sn[64];
     where[0] = 0;
@@ -986,7 +1027,10 @@ cudaError_t (cudaLaunchHostFunc)(cudaStream_t stream, cudaHostFn_t fn, void *use
     if (!op) return rt_err(cudaErrorMemoryAllocation);
     op->fn = fn;
     op->user = userData;
-    return rt_err(rt_submit(op, stream, 0));
+    /* run now, with the work before it: a host function is how a GPU tells the host its work
+       is done, and a host that waits for it (a flag, a semaphore) calls no CUDA function that
+       would run it later; on a GPU it runs as soon as that work is done */
+    return rt_err(rt_submit(op, stream, 1));
 }
 
 cudaError_t (cudaStreamAddCallback)(cudaStream_t stream, cudaStreamCallback_t callback,
@@ -999,7 +1043,7 @@ cudaError_t (cudaStreamAddCallback)(cudaStream_t stream, cudaStreamCallback_t ca
     if (!op) return rt_err(cudaErrorMemoryAllocation);
     op->cb = callback;
     op->user = userData;
-    return rt_err(rt_submit(op, stream, 0));
+    return rt_err(rt_submit(op, stream, 1));   /* as cudaLaunchHostFunc */
 }
 
 /* ---- events ----------------------------------------------------------------------------- */
