@@ -71,7 +71,9 @@ struct CUevent_st {
     struct CUevent_st *next;
 };
 
-typedef struct { const char *lo, *hi; int write; rt_block *b; } rt_acc;
+/* watch: in a race that waits for the kernels to show whether they write (see suspects);
+   wrote: the kernel changed the allocation's bytes (known once it ran) */
+typedef struct { const char *lo, *hi; int write; rt_block *b; int watch, wrote; } rt_acc;
 
 struct rt_op {
     int kind;
@@ -286,6 +288,7 @@ void rt_op_access(rt_op *op, const void *p, size_t len, int write)
     a->hi = (const char *)p + (len ? len : 1);
     a->write = write;
     a->b = b;
+    a->watch = a->wrote = 0;
 }
 
 static void add_dep(rt_op *op, rt_op *d)
@@ -533,7 +536,9 @@ static const char *acc_desc(const rt_op *op, int i, char *buf, size_t n)
 {
     const rt_acc *a = &op->acc[i];
     if (op->kind == RT_OP_KERNEL)
-        snprintf(buf, n, "%s (argument at byte %lld)", a->write ? "may write it" : "reads it",
+        snprintf(buf, n, "%s (argument at byte %lld)",
+                 !a->write ? "reads it" : !(op->done && a->watch) ? "may write it"
+                 : a->wrote ? "writes it" : "reads it",
                  (long long)(a->lo - a->b->base));
     else
         snprintf(buf, n, "%s bytes %lld..%lld", a->write ? "writes" : "reads",
@@ -554,6 +559,69 @@ static size_t acc_lower(const rt_block *b, const char *p)
     return lo;
 }
 
+static void race_report(rt_op *o, int xi, rt_op *op, int i)
+{
+    rt_block *b = op->acc[i].b;
+    char w1[400], w2[400], d1[100], d2[100], s1[64], s2[64];
+    cuemu_diag("stream race on %s allocated at %s:%d (%zu bytes): %s on %s %s, and %s on %s %s, "
+               "with nothing ordering them (an event recorded after the first and waited for "
+               "with cudaStreamWaitEvent before the second, or a synchronisation, would)",
+               b->kind == CUEMU_MEM_DEVICE ? "device memory" : b->kind == CUEMU_MEM_MANAGED
+               ? "managed memory" : "pinned host memory",
+               b->file ? b->file : "(unknown file)", b->line, b->size,
+               op_what(o, w1, sizeof w1), stream_name(o->stream, s1, sizeof s1),
+               acc_desc(o, xi, d1, sizeof d1),
+               op_what(op, w2, sizeof w2), stream_name(op->stream, s2, sizeof s2),
+               acc_desc(op, i, d2, sizeof d2));
+}
+
+/* ---- races that only a kernel's writes make: decided once the kernels ran ------------------
+   A kernel "may write" through every pointer to non-const; most such pointers are only read
+   (a factor, a table), and two kernels reading one buffer on two streams are no race. When
+   every write in a conflict is such a maybe, on device memory small enough to compare, the
+   conflict waits: each kernel's bytes are compared before and after it runs, and the race is
+   reported (the next synchronisation returning cudaErrorIllegalState) only if a kernel did
+   write them. Larger buffers keep the report at the launch. */
+#define SUSPECT_MAX_BYTES ((size_t)1 << 20)
+typedef struct suspect { rt_op *a, *b; int ia, ib; struct suspect *next; } suspect;
+static suspect *suspects;
+static int async_err;
+
+static int suspect_add(rt_op *a, int ia, rt_op *b, int ib)
+{
+    suspect *x = (suspect *)malloc(sizeof *x);
+    if (!x) return 0;
+    x->a = a; x->ia = ia; x->b = b; x->ib = ib;
+    x->next = suspects;
+    suspects = x;
+    a->acc[ia].watch = b->acc[ib].watch = 1;
+    return 1;
+}
+
+static void suspects_settle(void)
+{
+    for (suspect **pp = &suspects; *pp;) {
+        suspect *x = *pp;
+        if (!x->a->done || !x->b->done) { pp = &x->next; continue; }
+        const rt_acc *p = &x->a->acc[x->ia], *q = &x->b->acc[x->ib];
+        if ((p->write && p->wrote) || (q->write && q->wrote)) {
+            race_report(x->a, x->ia, x->b, x->ib);
+            if (race_mode == 2 && !async_err) async_err = cudaErrorIllegalState;
+        }
+        *pp = x->next;
+        free(x);
+    }
+}
+
+static void suspects_reset(void)
+{
+    while (suspects) {
+        suspect *x = suspects;
+        suspects = x->next;
+        free(x);
+    }
+}
+
 static int race_check(rt_op *op)
 {
     int raced = 0;
@@ -569,17 +637,11 @@ static int race_check(rt_op *op)
             if (o->done || o->stream == op->stream || !(x->write || a->write)) continue;
             if (x->hi <= a->lo) continue;
             if (ordered_before(o, op)) continue;
-            char w1[400], w2[400], d1[100], d2[100], s1[64], s2[64];
-            cuemu_diag("stream race on %s allocated at %s:%d (%zu bytes): %s on %s %s, and %s on %s %s, "
-                       "with nothing ordering them (an event recorded after the first and waited for "
-                       "with cudaStreamWaitEvent before the second, or a synchronisation, would)",
-                       b->kind == CUEMU_MEM_DEVICE ? "device memory" : b->kind == CUEMU_MEM_MANAGED
-                       ? "managed memory" : "pinned host memory",
-                       b->file ? b->file : "(unknown file)", b->line, b->size,
-                       op_what(o, w1, sizeof w1), stream_name(o->stream, s1, sizeof s1),
-                       acc_desc(o, b->acc_list[k].idx, d1, sizeof d1),
-                       op_what(op, w2, sizeof w2), stream_name(op->stream, s2, sizeof s2),
-                       acc_desc(op, i, d2, sizeof d2));
+            if (b->kind == CUEMU_MEM_DEVICE && b->size <= SUSPECT_MAX_BYTES &&
+                (!x->write || o->kind == RT_OP_KERNEL) && (!a->write || op->kind == RT_OP_KERNEL) &&
+                suspect_add(o, b->acc_list[k].idx, op, i))
+                continue;
+            race_report(o, b->acc_list[k].idx, op, i);
             raced = 1;
         }
         if (b->nacc_list == b->cap_acc_list) {
@@ -614,7 +676,6 @@ static int race_check(rt_op *op)
 /* ---- running operations ------------------------------------------------------------------------ */
 /* A queued launch that failed without a sticky fault (a shared-memory race): the next
    synchronising call returns its error, once. */
-static int async_err;
 int cuemu_take_async_error(void)
 {
     rt_lock();
@@ -640,7 +701,19 @@ static void op_run(rt_op *op)
     switch (op->kind) {
     case RT_OP_KERNEL:
         if (!sticky) {
+            /* the watched allocations' bytes before, to see whether the kernel writes them */
+            unsigned char *snap[MAX_ACC] = { 0 };
+            for (int i = 0; i < op->nacc; i++)
+                if (op->acc[i].watch && op->acc[i].write &&
+                    rt_registry_find(op->acc[i].lo) == op->acc[i].b &&   /* not freed since */
+                    (snap[i] = (unsigned char *)malloc(op->acc[i].b->size ? op->acc[i].b->size : 1)))
+                    memcpy(snap[i], op->acc[i].b->base, op->acc[i].b->size);
             int e = cuemu_launch_run(&op->desc);
+            for (int i = 0; i < op->nacc; i++)
+                if (snap[i]) {
+                    op->acc[i].wrote = memcmp(snap[i], op->acc[i].b->base, op->acc[i].b->size) != 0;
+                    free(snap[i]);
+                }
             if (e && !cuemu_sticky_error() && !async_err) async_err = e;
             /* a write into an allocation's slack (its last bytes before the guard page) is
                blamed on this launch, not on some later synchronisation */
@@ -803,6 +876,7 @@ static void run_closure(rt_op **targets, int nt, long steps)
         rr_last = ss[pick]->id;
         op_run(op);
         op_finish(op);
+        if (suspects) suspects_settle();
         want--;
         if (steps > 0) steps--;
     }
@@ -910,6 +984,7 @@ void cuemu_stream_enqueue(const cuemu_launch_desc *d)
 void rt_queue_reset(void)
 {
     rt_lock();
+    suspects_reset();
     unprotect_all();
     for (rt_op *op = all_head; op;) {
         rt_op *n = op->next_all;

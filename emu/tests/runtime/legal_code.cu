@@ -8,7 +8,9 @@
  *   3. a host function runs without a synchronisation: a host polling its flag sees it;
  *   4. `extern float __shared__ s[]` is the same as `extern __shared__ float s[]`;
  *   5. host atomics on managed memory while a kernel is queued (concurrentManagedAccess);
- *   6. a host write to a pinned flag that a queued kernel only reads.
+ *   6. a host write to a pinned flag that a queued kernel only reads;
+ *   7. a pointer to non-const that two kernels on two streams only read is no race either.
+ *   (The race a kernel's real write makes is still reported, at the end.)
  * The emulator must also report nothing for any of them.
  */
 #include <chrono>
@@ -16,6 +18,10 @@
 #include "rt_test.h"
 
 __global__ void copy_first(int *out, const int *in) { out[threadIdx.x] = in[0]; }
+
+__global__ void copy_first_nc(int *out, int *in) { out[threadIdx.x] = in[0]; }
+
+__global__ void copy_and_bump(int *out, int *in) { out[threadIdx.x] = in[0]; in[0] = 5; }
 
 __global__ void clocks(long long *out)
 {
@@ -65,6 +71,13 @@ int main()
     copy_first<<<1, 32, 0, s1>>>(a, c);
     OK(cudaGetLastError());
     copy_first<<<1, 32, 0, s2>>>(b, c);
+    OK(cudaGetLastError());
+    OK(cudaDeviceSynchronize());
+
+    // 7. both launches only read c, through a non-const parameter
+    copy_first_nc<<<1, 32, 0, s1>>>(a, c);
+    OK(cudaGetLastError());
+    copy_first_nc<<<1, 32, 0, s2>>>(b, c);
     OK(cudaGetLastError());
     OK(cudaDeviceSynchronize());
 
@@ -122,6 +135,16 @@ int main()
     const char *d = cuemuLastDiagnostic();
     EXPECT(!d || !*d);
     if (d && *d) fprintf(stderr, "reported:\n%s", d);
+    // a kernel that does write what another stream's kernel reads: reported once both ran
+    copy_first_nc<<<1, 32, 0, s1>>>(a, c);
+    OK(cudaGetLastError());
+    copy_and_bump<<<1, 32, 0, s2>>>(b, c);
+    OK(cudaGetLastError());
+    EXPECT_ERR(cudaDeviceSynchronize(), cudaErrorIllegalState);
+    d = cuemuLastDiagnostic();
+    EXPECT(d && strstr(d, "stream race on device memory") && strstr(d, "kernel copy_and_bump") &&
+           strstr(d, "writes it"));
+    cuemuClearDiagnostic();
 #endif
     OK(cudaFreeHost(flag));
     OK(cudaFree(seen));

@@ -8,6 +8,7 @@ one, and no emulator report (a `cuemu:` line) on stderr.
     run_sample.py CUEMU_NVCC SAMPLES_DIR SCRATCH NAME     one sample (a CTest test)
     run_sample.py CUEMU_NVCC SAMPLES_DIR SCRATCH --all    every sample: a Markdown table
     run_sample.py --list SAMPLES_DIR                      the README's sample names
+    ... NAME --skip REASON                                 a sample known not to run here: exit 77
 
 The samples folder is read-only and not part of this repository: the sample is built from a
 scratch folder whose Samples/0_Introduction/NAME links to the original, so its relative -I
@@ -90,6 +91,9 @@ def main(argv):
         if os.path.isfile(os.path.join(argv[1], "README.md")):
             print("\n".join(table(argv[1])))
         return 0
+    skip = None
+    if len(argv) == 6 and argv[4] == "--skip":
+        skip, argv = argv[5], argv[:4]
     if len(argv) != 4:
         print(__doc__, file=sys.stderr)
         return 2
@@ -98,6 +102,9 @@ def main(argv):
     if not os.path.isfile(os.path.join(samples_dir, "README.md")):
         print(f"skipped: no cuda-samples at {samples_dir} (a user's clone has none; "
               "CI puts a copy of shared/ beside the repository)")
+        return SKIP
+    if skip:
+        print(f"skipped: {name}: {skip}")
         return SKIP
     rows = table(samples_dir)
     names = list(rows) if name == "--all" else [name]
