@@ -47,7 +47,7 @@ def first_error(text):
     return lines[0].strip() if lines else "(no output)"
 
 
-def run_one(nvcc, samples_dir, scratch, name, row, timeout=300):
+def run_one(nvcc, samples_dir, scratch, name, row, timeout=900):
     """(verdict, detail, seconds): verdict is 'passed', 'failed' or 'not built'."""
     srcs, flags, args, passline = row
     top = os.path.join(scratch, name)

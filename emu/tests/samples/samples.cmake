@@ -34,7 +34,7 @@ if(EXISTS "${CUDA_SAMPLES}/README.md")
              COMMAND "${PYTHON}" "${SAMPLE_RUNNER}" "${BUILD_DIR}/bin/cuemu-nvcc"
                      "${CUDA_SAMPLES}" "${SAMPLE_SCRATCH}" "${s}" ${skip}
              WORKING_DIRECTORY "${REPO_ROOT}")
-    set_tests_properties("samples/${s}" PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77
+    set_tests_properties("samples/${s}" PROPERTIES TIMEOUT 1200 SKIP_RETURN_CODE 77
                          LABELS "samples")
   endforeach()
 else()
