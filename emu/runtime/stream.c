@@ -195,6 +195,113 @@ static unsigned long long rnd(void)
     return order_seed;
 }
 
+/* ---- legal host accesses to memory queued work uses (host_fault asks) ------------------- */
+/* 1 if the instruction at pc is a locked read-modify-write (lock prefix, or xchg with a
+   memory operand, which the processor always locks). */
+static int host_atomic_insn(const unsigned char *pc)
+{
+#if defined(__x86_64__)
+    for (int i = 0; i < 15; i++) {
+        unsigned char c = pc[i];
+        if (c == 0xF0) return 1;
+        if (c == 0x66 || c == 0x67 || c == 0xF2 || c == 0xF3 || c == 0x2E || c == 0x3E ||
+            c == 0x26 || c == 0x36 || c == 0x64 || c == 0x65 || (c >= 0x40 && c <= 0x4F))
+            continue;                                 /* other prefixes, REX */
+        return c == 0x86 || c == 0x87;
+    }
+#else
+    (void)pc;
+#endif
+    return 0;
+}
+
+/* 1 when CUDA allows the host access that faulted on b (write: 1, 0, or -1 unknown): it then
+   goes on, the queued work running after it, as it may on a GPU.
+   - A locked read-modify-write is a host atomic: legal on managed memory while kernels run
+     (concurrentManagedAccess = 1) and on pinned memory (system-scope atomics).
+   - A host write to pinned memory that queued kernels only read (a flag a kernel waits for);
+     queued copies reading it are a race (the classic reuse of a pinned buffer before its copy
+     ran). Every other access stays a race. */
+static int host_access_legal(const rt_block *b, int write, const void *pc)
+{
+    if (pc && host_atomic_insn((const unsigned char *)pc)) return 1;
+    if (write == 1 && b->kind == CUEMU_MEM_HOST_PINNED && !b->pend_w) {
+        for (int i = 0; i < b->nacc_list; i++) {
+            const rt_op *o = b->acc_list[i].op;
+            if (!o->done && o->kind != RT_OP_KERNEL) return 0;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- races that only a kernel's writes make: decided once the kernels ran ------------------
+   A kernel "may write" through every pointer to non-const; most such pointers are only read
+   (a factor, a table), and two kernels reading one buffer on two streams are no race. When
+   every write in a conflict is such a maybe, on device memory small enough to compare, the
+   conflict waits: each kernel's bytes are compared before and after it runs (op_run), and the
+   race is reported (the next synchronisation returning cudaErrorIllegalState) only if a kernel
+   did write them. Larger buffers keep the report at the launch. */
+#define SUSPECT_MAX_BYTES ((size_t)1 << 20)
+typedef struct suspect { rt_op *a, *b; int ia, ib; struct suspect *next; } suspect;
+static suspect *suspects;
+static int async_err;   /* defined with cuemu_take_async_error below */
+static int ordered_before(rt_op *a, rt_op *b);
+static const char *op_what(const rt_op *op, char *buf, size_t n);
+static const char *stream_name(const struct CUstream_st *s, char *buf, size_t n);
+static const char *acc_desc(const rt_op *op, int i, char *buf, size_t n);
+
+/* race_check's question for the conflict of o's access xi with op's access i: 1 if it is
+   none of race_check's business now (ordered, or waiting for the kernels to run). */
+static int race_defer(rt_op *o, int xi, rt_op *op, int i)
+{
+    const rt_acc *x = &o->acc[xi], *a = &op->acc[i];
+    if (a->b->kind != CUEMU_MEM_DEVICE || a->b->size > SUSPECT_MAX_BYTES ||
+        (x->write && o->kind != RT_OP_KERNEL) || (a->write && op->kind != RT_OP_KERNEL))
+        return 0;
+    if (ordered_before(o, op)) return 1;
+    suspect *s = (suspect *)malloc(sizeof *s);
+    if (!s) return 0;
+    s->a = o; s->ia = xi; s->b = op; s->ib = i;
+    s->next = suspects;
+    suspects = s;
+    o->acc[xi].watch = op->acc[i].watch = 1;
+    return 1;
+}
+
+/* After each operation ran: the suspects whose two operations both ran are decided. */
+static void suspects_settle(void)
+{
+    for (suspect **pp = &suspects; *pp;) {
+        suspect *x = *pp;
+        if (!x->a->done || !x->b->done) { pp = &x->next; continue; }
+        const rt_acc *p = &x->a->acc[x->ia], *q = &x->b->acc[x->ib];
+        if ((p->write && p->wrote) || (q->write && q->wrote)) {
+            const rt_block *b = q->b;
+            char w1[400], w2[400], d1[100], d2[100], s1[64], s2[64];
+            cuemu_diag("stream race on device memory allocated at %s:%d (%zu bytes): %s on %s %s, "
+                       "and %s on %s %s, with nothing ordering them (an event recorded after the "
+                       "first and waited for with cudaStreamWaitEvent before the second, or a "
+                       "synchronisation, would)", b->file ? b->file : "(unknown file)", b->line,
+                       b->size, op_what(x->a, w1, sizeof w1), stream_name(x->a->stream, s1, sizeof s1),
+                       acc_desc(x->a, x->ia, d1, sizeof d1), op_what(x->b, w2, sizeof w2),
+                       stream_name(x->b->stream, s2, sizeof s2), acc_desc(x->b, x->ib, d2, sizeof d2));
+            if (race_mode == 2 && !async_err) async_err = cudaErrorIllegalState;
+        }
+        *pp = x->next;
+        free(x);
+    }
+}
+
+static void suspects_reset(void)
+{
+    while (suspects) {
+        suspect *x = suspects;
+        suspects = x->next;
+        free(x);
+    }
+}
+
 /* ---- streams ---------------------------------------------------------------------------- */
 static int stream_listed(cudaStream_t s)
 {
@@ -360,25 +467,6 @@ static void apply_prot(rt_block *b, int state)
     b->prot = state;
 }
 
-/* 1 if the instruction at pc is a locked read-modify-write (lock prefix, or xchg with a
-   memory operand, which the processor always locks). */
-static int host_atomic_insn(const unsigned char *pc)
-{
-#if defined(__x86_64__)
-    for (int i = 0; i < 15; i++) {
-        unsigned char c = pc[i];
-        if (c == 0xF0) return 1;
-        if (c == 0x66 || c == 0x67 || c == 0xF2 || c == 0xF3 || c == 0x2E || c == 0x3E ||
-            c == 0x26 || c == 0x36 || c == 0x64 || c == 0x65 || (c >= 0x40 && c <= 0x4F))
-            continue;                                 /* other prefixes, REX */
-        return c == 0x86 || c == 0x87;
-    }
-#else
-    (void)pc;
-#endif
-    return 0;
-}
-
 static void host_fault(int sig, siginfo_t *si, void *ucv)
 {
     const char *a = (const char *)si->si_addr;
@@ -403,28 +491,6 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
 #else
     (void)ucv;
 #endif
-    /* A locked read-modify-write (x86's lock prefix, or xchg with memory) is a host atomic:
-       legal on managed memory while kernels run (concurrentManagedAccess = 1) and on pinned
-       memory (system-scope atomics), so it goes on: the queued work runs after it, as it may
-       on a GPU. A plain access stays a race. */
-    if (pc && host_atomic_insn((const unsigned char *)pc)) {
-        apply_prot(b, 0);
-        return;
-    }
-    /* A host write to pinned memory that queued kernels only read (a flag a kernel waits
-       for) is legal: the kernels see it when they run, as they may on a GPU. Queued copies
-       reading it are a race (the classic reuse of a pinned buffer before its copy ran). */
-    if (write && b->kind == CUEMU_MEM_HOST_PINNED && !b->pend_w) {
-        int kernels_only = 1;
-        for (int i = 0; i < b->nacc_list && kernels_only; i++) {
-            const rt_op *o = b->acc_list[i].op;
-            if (!o->done && o->kind != RT_OP_KERNEL) kernels_only = 0;
-        }
-        if (kernels_only) {
-            apply_prot(b, 0);
-            return;
-        }
-    }
     Dl_info di;
     char where[512], what[512], sn[64];
     where[0] = 0;
@@ -442,6 +508,7 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
     else
         snprintf(where, sizeof where, "%p", pc);
     rt_op *op = b->pend_op;
+    if (host_access_legal(b, write, pc)) { apply_prot(b, 0); return; }
     cuemu_diag("host %s of %s memory allocated at %s:%d (%zu bytes; address %p, byte %lld) while "
                "queued work will still %s it: %s, on %s, has not run yet. Synchronise (cudaStreamSynchronize, "
                "cudaEventSynchronize or cudaDeviceSynchronize) before the host touches it. The host access: %s",
@@ -559,69 +626,6 @@ static size_t acc_lower(const rt_block *b, const char *p)
     return lo;
 }
 
-static void race_report(rt_op *o, int xi, rt_op *op, int i)
-{
-    rt_block *b = op->acc[i].b;
-    char w1[400], w2[400], d1[100], d2[100], s1[64], s2[64];
-    cuemu_diag("stream race on %s allocated at %s:%d (%zu bytes): %s on %s %s, and %s on %s %s, "
-               "with nothing ordering them (an event recorded after the first and waited for "
-               "with cudaStreamWaitEvent before the second, or a synchronisation, would)",
-               b->kind == CUEMU_MEM_DEVICE ? "device memory" : b->kind == CUEMU_MEM_MANAGED
-               ? "managed memory" : "pinned host memory",
-               b->file ? b->file : "(unknown file)", b->line, b->size,
-               op_what(o, w1, sizeof w1), stream_name(o->stream, s1, sizeof s1),
-               acc_desc(o, xi, d1, sizeof d1),
-               op_what(op, w2, sizeof w2), stream_name(op->stream, s2, sizeof s2),
-               acc_desc(op, i, d2, sizeof d2));
-}
-
-/* ---- races that only a kernel's writes make: decided once the kernels ran ------------------
-   A kernel "may write" through every pointer to non-const; most such pointers are only read
-   (a factor, a table), and two kernels reading one buffer on two streams are no race. When
-   every write in a conflict is such a maybe, on device memory small enough to compare, the
-   conflict waits: each kernel's bytes are compared before and after it runs, and the race is
-   reported (the next synchronisation returning cudaErrorIllegalState) only if a kernel did
-   write them. Larger buffers keep the report at the launch. */
-#define SUSPECT_MAX_BYTES ((size_t)1 << 20)
-typedef struct suspect { rt_op *a, *b; int ia, ib; struct suspect *next; } suspect;
-static suspect *suspects;
-static int async_err;
-
-static int suspect_add(rt_op *a, int ia, rt_op *b, int ib)
-{
-    suspect *x = (suspect *)malloc(sizeof *x);
-    if (!x) return 0;
-    x->a = a; x->ia = ia; x->b = b; x->ib = ib;
-    x->next = suspects;
-    suspects = x;
-    a->acc[ia].watch = b->acc[ib].watch = 1;
-    return 1;
-}
-
-static void suspects_settle(void)
-{
-    for (suspect **pp = &suspects; *pp;) {
-        suspect *x = *pp;
-        if (!x->a->done || !x->b->done) { pp = &x->next; continue; }
-        const rt_acc *p = &x->a->acc[x->ia], *q = &x->b->acc[x->ib];
-        if ((p->write && p->wrote) || (q->write && q->wrote)) {
-            race_report(x->a, x->ia, x->b, x->ib);
-            if (race_mode == 2 && !async_err) async_err = cudaErrorIllegalState;
-        }
-        *pp = x->next;
-        free(x);
-    }
-}
-
-static void suspects_reset(void)
-{
-    while (suspects) {
-        suspect *x = suspects;
-        suspects = x->next;
-        free(x);
-    }
-}
-
 static int race_check(rt_op *op)
 {
     int raced = 0;
@@ -636,12 +640,19 @@ static int race_check(rt_op *op)
             if (x->lo >= a->hi) break;
             if (o->done || o->stream == op->stream || !(x->write || a->write)) continue;
             if (x->hi <= a->lo) continue;
+            if (race_defer(o, b->acc_list[k].idx, op, i)) continue;
             if (ordered_before(o, op)) continue;
-            if (b->kind == CUEMU_MEM_DEVICE && b->size <= SUSPECT_MAX_BYTES &&
-                (!x->write || o->kind == RT_OP_KERNEL) && (!a->write || op->kind == RT_OP_KERNEL) &&
-                suspect_add(o, b->acc_list[k].idx, op, i))
-                continue;
-            race_report(o, b->acc_list[k].idx, op, i);
+            char w1[400], w2[400], d1[100], d2[100], s1[64], s2[64];
+            cuemu_diag("stream race on %s allocated at %s:%d (%zu bytes): %s on %s %s, and %s on %s %s, "
+                       "with nothing ordering them (an event recorded after the first and waited for "
+                       "with cudaStreamWaitEvent before the second, or a synchronisation, would)",
+                       b->kind == CUEMU_MEM_DEVICE ? "device memory" : b->kind == CUEMU_MEM_MANAGED
+                       ? "managed memory" : "pinned host memory",
+                       b->file ? b->file : "(unknown file)", b->line, b->size,
+                       op_what(o, w1, sizeof w1), stream_name(o->stream, s1, sizeof s1),
+                       acc_desc(o, b->acc_list[k].idx, d1, sizeof d1),
+                       op_what(op, w2, sizeof w2), stream_name(op->stream, s2, sizeof s2),
+                       acc_desc(op, i, d2, sizeof d2));
             raced = 1;
         }
         if (b->nacc_list == b->cap_acc_list) {
@@ -676,6 +687,7 @@ static int race_check(rt_op *op)
 /* ---- running operations ------------------------------------------------------------------------ */
 /* A queued launch that failed without a sticky fault (a shared-memory race): the next
    synchronising call returns its error, once. */
+static int async_err;
 int cuemu_take_async_error(void)
 {
     rt_lock();
@@ -770,6 +782,7 @@ static void op_finish(rt_op *op)
     s->pending--;
     npending--;
     acc_count(op, -1);
+    if (suspects) suspects_settle();
 }
 
 static int deps_done(const rt_op *op)
@@ -876,7 +889,6 @@ static void run_closure(rt_op **targets, int nt, long steps)
         rr_last = ss[pick]->id;
         op_run(op);
         op_finish(op);
-        if (suspects) suspects_settle();
         want--;
         if (steps > 0) steps--;
     }
