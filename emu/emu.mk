@@ -35,12 +35,15 @@ EMU_TRACE    := $(if $(and $(findstring clang,$(EMU_CXX)),$(if $(EMU_SANITIZE),,
 
 EMU_REWRITE  := $(BUILD)/emu/cuemu-rewrite
 EMU_RUNTIME  := $(EMU_BUILD)/libcuemu.a
-EMU_HEADERS  := $(wildcard emu/include/*.h)
+EMU_HEADERS  := $(wildcard emu/include/*.h emu/include/*.hpp)
 # -g: fault reports find the file:line with addr2line; DWARF 4 because addr2line (binutils
 # 2.40) names the .cpp instead of the #line file in DWARF 5 line tables
 # -fsanitize=alignment: misaligned accesses reach the emulator's handler (emu/core/access.c)
 EMU_ALIGN    := $(if $(EMU_SANITIZE),,-fsanitize=alignment $(if $(findstring clang,$(EMU_CXX)),-fno-sanitize-link-runtime))
-EMU_CXXFLAGS := -std=c++17 -O2 -fPIC -g -gdwarf-4 -Iemu/include -include cuda_runtime.h $(EMU_TRACE) $(EMU_ALIGN) $(EMU_SANFLAGS)
+# -isystem emu/include/unsupported: one-line "not supported here" stand-ins for toolkit headers
+# the emulator does not offer (mma.h, curand.h, ...), searched after the program's own -I dirs
+# and before the system's, where a toolkit installed in /usr/local/include would be found.
+EMU_CXXFLAGS := -std=c++17 -O2 -fPIC -g -gdwarf-4 -Iemu/include -isystememu/include/unsupported -include cuda_runtime.h $(EMU_TRACE) $(EMU_ALIGN) $(EMU_SANFLAGS)
 EMU_CFLAGS   := -std=gnu11 -O2 -fPIC -g -Wall -Iemu/include $(EMU_SANFLAGS)
 EMU_LDLIBS   := -lpthread -lm -ldl -lrt $(EMU_SANFLAGS)
 
@@ -133,10 +136,14 @@ emu-lib: $(EMU_REWRITE) $(EMU_RUNTIME)
 emu-tests: $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_TEST_BIN) $(EMU_ALONE_BIN) ## build the emulator's own tests
 
 # ---- benchmark ---------------------------------------------------------------------------------
-$(EMU_BUILD)/bench/emu_bench: emu/bench/emu_bench.cu $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_HEADERS)
+# The plain -O2 baseline is compiled apart (native_plain.cpp), without the emulator's flags.
+$(EMU_BUILD)/bench/native_plain.o: emu/bench/native_plain.cpp emu/bench/native_loops.h
+	@mkdir -p $(@D)
+	$(CXX) -std=c++17 -O2 -c -o $@ $<
+$(EMU_BUILD)/bench/emu_bench: emu/bench/emu_bench.cu emu/bench/native_loops.h $(EMU_BUILD)/bench/native_plain.o $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_HEADERS)
 	@mkdir -p $(@D)
 	$(EMU_REWRITE) $< $@.cpp
-	$(EMU_CXX) $(EMU_PCH_CXXFLAGS) -I$(<D) -o $@ $@.cpp -Wl,--whole-archive $(EMU_RUNTIME) -Wl,--no-whole-archive $(EMU_LDLIBS)
+	$(EMU_CXX) $(EMU_PCH_CXXFLAGS) -I$(<D) -o $@ $@.cpp $(EMU_BUILD)/bench/native_plain.o -Wl,--whole-archive $(EMU_RUNTIME) -Wl,--no-whole-archive $(EMU_LDLIBS)
 
 emu-bench: $(EMU_BUILD)/bench/emu_bench ## emulator speed: kernels beside the same loops compiled natively
 	$(EMU_BUILD)/bench/emu_bench

@@ -33,7 +33,7 @@ void cuemu_profile_launch(const struct cuemu_launch_desc *d);
 void cuemu_profile_block(void);
 
 /* ---- the scheduler (sched.c) ---------------------------------------------------------------- */
-/* Stops the running launch with err (the message is reported as the launch's diagnostic;
+/* Stops the running launch with err (the message, unless "", is reported as the launch's diagnostic;
    sticky: until cudaDeviceReset, else the launch's own error, returned once by the
    synchronisation that ran it). */
 void cuemu_launch_abort(int err, int sticky, const char *msg) __attribute__((noreturn));

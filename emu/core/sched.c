@@ -1130,7 +1130,9 @@ static void signals_install(void)
         sev.sigev_notify = SIGEV_THREAD_ID;
         sev.sigev_signo = g_wd_sig;
         sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-        if (timer_create(CLOCK_MONOTONIC, &sev, &g_timer) == 0) {
+        /* the launch thread's CPU time, not the wall clock: a machine busy with other work must
+           not stop a kernel that is merely slow, and a spinning thread burns CPU all the same */
+        if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &g_timer) == 0) {
             struct itimerspec its;
             memset(&its, 0, sizeof its);
             its.it_value.tv_sec = secs;
@@ -1384,7 +1386,7 @@ int cuemu_launch_run(const cuemu_launch_desc *d)
             cuemu_cur = NULL;
             int sticky = 1;
             if (g_abort_err) {
-                cuemu_diag("%s", g_abort_msg);
+                if (g_abort_msg[0]) cuemu_diag("%s", g_abort_msg);   /* "": said already (assert.c) */
                 err = g_abort_err;
                 sticky = g_abort_sticky;
                 g_abort_err = 0;

@@ -1,12 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cublas_v2.h for the CPU emulator: the handful of cuBLAS calls the course uses as a reference
- * (chapter 04's SGEMM ceiling), with cuBLAS 13's names, signatures and status values. The
+ * (chapter 04's SGEMM ceiling, GEMV for third-party programs), with cuBLAS 13's names, signatures and status values. The
  * multiply runs on the CPU, so its timings mean nothing; its results are what cuBLAS computes
  * (column-major, C = alpha * op(A) op(B) + beta * C).
  */
 #ifndef CUEMU_CUBLAS_V2_H
 #define CUEMU_CUBLAS_V2_H
+/* cuBLAS's own include guards (cublas_api.h's, cublas_v2.h's): helper headers test them
+   (helper_cuda.h's cuBLAS error names) */
+#define CUBLAS_API_H_
+#define CUBLAS_V2_H_
 
 #include <cuda_runtime.h>
 
@@ -49,11 +53,19 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
                               cublasOperation_t transb, int m, int n, int k, const float *alpha,
                               const float *A, int lda, const float *B, int ldb,
                               const float *beta, float *C, int ldc);
+cublasStatus_t cublasSgemv_v2(cublasHandle_t handle, cublasOperation_t trans, int m, int n,
+                              const float *alpha, const float *A, int lda, const float *x,
+                              int incx, const float *beta, float *y, int incy);
+cublasStatus_t cublasDgemv_v2(cublasHandle_t handle, cublasOperation_t trans, int m, int n,
+                              const double *alpha, const double *A, int lda, const double *x,
+                              int incx, const double *beta, double *y, int incy);
 
 #ifdef __cplusplus
 }
 #endif
 
+#define cublasSgemv cublasSgemv_v2
+#define cublasDgemv cublasDgemv_v2
 #define cublasCreate cublasCreate_v2
 #define cublasDestroy cublasDestroy_v2
 #define cublasSetStream cublasSetStream_v2

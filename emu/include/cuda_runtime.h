@@ -16,6 +16,22 @@
  */
 #ifndef CUEMU_CUDA_RUNTIME_H
 #define CUEMU_CUDA_RUNTIME_H
+/* The toolkit's own headers' include guards: third-party code tests them (helper_cuda.h
+   defines checkCudaErrors under #ifdef __DRIVER_TYPES_H__), and a toolkit header reached by
+   some other path then adds nothing that clashes. The emulator ships a header of each name. */
+#define __CUDA_RUNTIME_H__
+#define __CUDA_RUNTIME_API_H__
+#define __DRIVER_TYPES_H__
+#define __DRIVER_FUNCTIONS_H__
+#define __VECTOR_TYPES_H__
+#define __VECTOR_FUNCTIONS_H__
+#define __BUILTIN_TYPES_H__
+#define __DEVICE_TYPES_H__
+#define __DEVICE_LAUNCH_PARAMETERS_H__
+#define __HOST_DEFINES_H__
+#define __LIBRARY_TYPES_H__
+#define __SURFACE_TYPES_H__
+#define __TEXTURE_TYPES_H__
 
 #include <stddef.h>
 
@@ -820,6 +836,10 @@ const char *cuemuProfileReport(void);
 #ifdef __cplusplus
 } /* extern "C" */
 #endif
+
+/* Runtime calls and types beyond the course's subset (stream attributes, occupancy helpers,
+   profiler, ...), kept apart: emu/runtime/extras.c implements them. */
+#include "cuemu_runtime_ext.h"
 
 #ifdef __cplusplus
 /* ---- C++ overloads that CUDA's own cuda_runtime.h adds -------------------------------- */

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <limits>
 #include <memory>
 #include <tuple>
 #include <type_traits>
@@ -88,6 +89,11 @@ static inline uint3 make_uint3(unsigned int x, unsigned int y, unsigned int z)
 #undef CUEMU_VEC3
 #undef CUEMU_VEC4
 
+/* What follows is CUDA C++'s device side: built-in variables, intrinsics, device math,
+   launches. nvcc declares it only in CUDA sources (__CUDACC__); cuemu-nvcc compiles a .cpp or
+   .c with CUEMU_HOST_SOURCE, so a host file may define its own min, umin, rsqrtf... as with
+   nvcc. (The chapters' build compiles only .cu files and defines neither.) */
+#ifndef CUEMU_HOST_SOURCE
 // ---- built-in variables ---------------------------------------------------------------------
 /* Macros, not variables: each read must see the fiber that is running now. Read-only like
    CUDA's (they are const references). */
@@ -222,10 +228,26 @@ CUEMU_CAS(unsigned short)
 /* scoped variants: one device, one OS thread, so every scope is the same */
 #define atomicAdd_block atomicAdd
 #define atomicAdd_system atomicAdd
-#define atomicCAS_block atomicCAS
+#define atomicSub_block atomicSub
+#define atomicSub_system atomicSub
 #define atomicExch_block atomicExch
-#define atomicMax_block atomicMax
+#define atomicExch_system atomicExch
 #define atomicMin_block atomicMin
+#define atomicMin_system atomicMin
+#define atomicMax_block atomicMax
+#define atomicMax_system atomicMax
+#define atomicInc_block atomicInc
+#define atomicInc_system atomicInc
+#define atomicDec_block atomicDec
+#define atomicDec_system atomicDec
+#define atomicCAS_block atomicCAS
+#define atomicCAS_system atomicCAS
+#define atomicAnd_block atomicAnd
+#define atomicAnd_system atomicAnd
+#define atomicOr_block atomicOr
+#define atomicOr_system atomicOr
+#define atomicXor_block atomicXor
+#define atomicXor_system atomicXor
 
 /* a trap faults like a GPU's (the launch fails with cudaErrorIllegalInstruction) */
 static inline void __trap() { __builtin_trap(); }
@@ -266,10 +288,75 @@ static inline double max(double a, double b) { return std::fmax(a, b); }
 static inline double max(float a, double b) { return std::fmax((double)a, b); }
 static inline double max(double a, float b) { return std::fmax(a, (double)b); }
 
+static inline unsigned int umin(unsigned int a, unsigned int b) { return a < b ? a : b; }
+static inline unsigned int umax(unsigned int a, unsigned int b) { return a > b ? a : b; }
+static inline long long llmin(long long a, long long b) { return a < b ? a : b; }
+static inline long long llmax(long long a, long long b) { return a > b ? a : b; }
+static inline unsigned long long ullmin(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+static inline unsigned long long ullmax(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
 static inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
 static inline double __fma_rn(double a, double b, double c) { return std::fma(a, b, c); }
+namespace cuemu {
+/* Directed rounding without touching the FPU's mode: r is the round-to-nearest result and
+   err the sign of (exact - r), known exactly from an error-free transformation (two-sum, or
+   an fma for products, quotients and roots); one step toward the asked direction fixes r. */
+template <class T> static inline T round_dir(T r, T err, int mode /* 0 rz, 1 ru, -1 rd */)
+{
+    if (!std::isfinite(r) || err == 0) return r;
+    const T inf = std::numeric_limits<T>::infinity();
+    if (mode == 1) return err > 0 ? std::nextafter(r, inf) : r;
+    if (mode == -1) return err < 0 ? std::nextafter(r, -inf) : r;
+    return (r > 0 && err < 0) || (r < 0 && err > 0) ? std::nextafter(r, (T)0) : r;
+}
+template <class T> static inline T add_dir(T a, T b, int m)
+{ T s = a + b, bb = s - a, e = (a - (s - bb)) + (b - bb); return round_dir(s, e, m); }
+template <class T> static inline T mul_dir(T a, T b, int m)
+{ T p = a * b; return round_dir(p, std::fma(a, b, -p), m); }
+template <class T> static inline T div_dir(T a, T b, int m)
+{ T q = a / b, r = std::fma(-q, b, a); return round_dir(q, b < 0 ? -r : r, m); }
+template <class T> static inline T sqrt_dir(T a, int m)
+{ T s = std::sqrt(a); return round_dir(s, std::fma(-s, s, a), m); }
+}  // namespace cuemu
 static inline float __fadd_rn(float a, float b) { return a + b; }
 static inline float __fmul_rn(float a, float b) { return a * b; }
+static inline float __fadd_rz(float a, float b) { return ::cuemu::add_dir(a, b, 0); }
+static inline float __fsub_rz(float a, float b) { return ::cuemu::add_dir(a, -b, 0); }
+static inline float __fmul_rz(float a, float b) { return ::cuemu::mul_dir(a, b, 0); }
+static inline float __fdiv_rz(float a, float b) { return ::cuemu::div_dir(a, b, 0); }
+static inline float __fadd_ru(float a, float b) { return ::cuemu::add_dir(a, b, 1); }
+static inline float __fsub_ru(float a, float b) { return ::cuemu::add_dir(a, -b, 1); }
+static inline float __fmul_ru(float a, float b) { return ::cuemu::mul_dir(a, b, 1); }
+static inline float __fdiv_ru(float a, float b) { return ::cuemu::div_dir(a, b, 1); }
+static inline float __fadd_rd(float a, float b) { return ::cuemu::add_dir(a, b, -1); }
+static inline float __fsub_rd(float a, float b) { return ::cuemu::add_dir(a, -b, -1); }
+static inline float __fmul_rd(float a, float b) { return ::cuemu::mul_dir(a, b, -1); }
+static inline float __fdiv_rd(float a, float b) { return ::cuemu::div_dir(a, b, -1); }
+static inline float __fsub_rn(float a, float b) { return a - b; }
+static inline float __fdiv_rn(float a, float b) { return a / b; }
+static inline double __dadd_rz(double a, double b) { return ::cuemu::add_dir(a, b, 0); }
+static inline double __dsub_rz(double a, double b) { return ::cuemu::add_dir(a, -b, 0); }
+static inline double __dmul_rz(double a, double b) { return ::cuemu::mul_dir(a, b, 0); }
+static inline double __ddiv_rz(double a, double b) { return ::cuemu::div_dir(a, b, 0); }
+static inline double __dadd_ru(double a, double b) { return ::cuemu::add_dir(a, b, 1); }
+static inline double __dsub_ru(double a, double b) { return ::cuemu::add_dir(a, -b, 1); }
+static inline double __dmul_ru(double a, double b) { return ::cuemu::mul_dir(a, b, 1); }
+static inline double __ddiv_ru(double a, double b) { return ::cuemu::div_dir(a, b, 1); }
+static inline double __dadd_rd(double a, double b) { return ::cuemu::add_dir(a, b, -1); }
+static inline double __dsub_rd(double a, double b) { return ::cuemu::add_dir(a, -b, -1); }
+static inline double __dmul_rd(double a, double b) { return ::cuemu::mul_dir(a, b, -1); }
+static inline double __ddiv_rd(double a, double b) { return ::cuemu::div_dir(a, b, -1); }
+static inline double __dsub_rn(double a, double b) { return a - b; }
+static inline double __ddiv_rn(double a, double b) { return a / b; }
+static inline double __dadd_rn(double a, double b) { return a + b; }
+static inline double __dmul_rn(double a, double b) { return a * b; }
+static inline double __drcp_rn(double a) { return 1.0 / a; }
+static inline double __dsqrt_rn(double a) { return std::sqrt(a); }
+static inline float __fsqrt_rz(float a) { return ::cuemu::sqrt_dir(a, 0); }
+static inline float __fsqrt_ru(float a) { return ::cuemu::sqrt_dir(a, 1); }
+static inline float __fsqrt_rd(float a) { return ::cuemu::sqrt_dir(a, -1); }
+static inline double __dsqrt_rz(double a) { return ::cuemu::sqrt_dir(a, 0); }
+static inline double __dsqrt_ru(double a) { return ::cuemu::sqrt_dir(a, 1); }
+static inline double __dsqrt_rd(double a) { return ::cuemu::sqrt_dir(a, -1); }
 static inline float __fdividef(float a, float b) { return a / b; }
 static inline float __frcp_rn(float a) { return 1.0f / a; }
 static inline float __fsqrt_rn(float a) { return std::sqrt(a); }
@@ -317,13 +404,22 @@ static inline unsigned int __umul24(unsigned a, unsigned b) { return (a & 0xFFFF
 static inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
 static inline unsigned int __umulhi(unsigned a, unsigned b)
 { return (unsigned)(((unsigned long long)a * b) >> 32); }
-/* a nanosecond clock: GPU cycle counts have no meaning here */
+/* The device's cycle counters tick at the clock rate the emulator reports
+   (cudaDevAttrClockRate, CUEMU_CLOCK_KHZ) in real time, so that a kernel that spins for
+   `ms * clockRate` cycles waits `ms` milliseconds, as on a GPU. Cycle counts of code say
+   nothing about a GPU's here: they count the emulator's time. */
 static inline long long clock64()
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    return (long long)ts.tv_sec * (CUEMU_CLOCK_KHZ * 1000LL) +
+           (long long)ts.tv_nsec * CUEMU_CLOCK_KHZ / 1000000LL;
 }
+/* clock() is the C library's in host code and the cycle counter in a kernel (where CUDA's
+   device clock() is one): the same name serves both in a .cu file. */
+static inline clock_t cuemu_clock() { return ::cuemu_cur ? (clock_t)clock64() : ::clock(); }
+namespace std { using ::cuemu_clock; }
+#define clock() cuemu_clock()
 
 // ---- static shared memory registration (the rewriter's addition after `__shared__ T x;`) -----
 namespace cuemu {
@@ -349,11 +445,27 @@ template <> struct prio<0> {};
 /* The kernel's address (for cudaFuncSetAttribute limits): direct for a function or an explicit
    specialisation, by the argument types for a deduced template; when neither works (a deduced
    template with converted arguments) the launch goes on without it. */
+/* With the address comes, per parameter, whether it is a pointer to non-const: what the kernel
+   may write is what its parameters say, not its arguments (an `int *` passed for a
+   `const int *` parameter is only read). */
+struct kfunc {
+    const void *addr;
+    unsigned writable;   /* bit i: parameter i is a pointer to non-const */
+    operator const void *() const { return addr; }
+};
+template <class... P> static constexpr unsigned writable_params()
+{
+    unsigned m = 0, i = 0;
+    ((m |= (std::is_pointer<P>::value &&
+            !std::is_const<typename std::remove_pointer<P>::type>::value ? 1u : 0u) << (i++ & 31)), ...);
+    return m;
+}
 template <class... P, class... A>
-static inline const void *kaddr(prio<2>, void (*f)(P...), A &&...) { return (const void *)f; }
+static inline kfunc kaddr(prio<2>, void (*f)(P...), A &&...)
+{ return kfunc{(const void *)f, writable_params<P...>()}; }
 template <class... A>
-static inline const void *kaddr(prio<1>, void (*f)(typename std::decay<A>::type...), A &&...)
-{ return (const void *)f; }
+static inline kfunc kaddr(prio<1>, void (*f)(typename std::decay<A>::type...), A &&...)
+{ return kfunc{(const void *)f, writable_params<typename std::decay<A>::type...>()}; }
 
 /* A literal 0 or NULL kernel argument (the rewriter substitutes this): converts to whatever
    the parameter is, as the literal would have at a direct call. */
@@ -391,13 +503,18 @@ template <class Body, class Tup> static void free_ctx(void *p)
     delete static_cast<launch_ctx<Body, Tup> *>(p);
 }
 
-template <class T> static inline int check_arg(cuemu_launch_desc *d, int i, const T &v)
+/* writable: the kernel's parameter mask (kfunc), or ~0u when the kernel's type is unknown
+   (then the argument's own constness decides) */
+template <class T> static inline int check_arg(cuemu_launch_desc *d, int i, const T &v,
+                                               unsigned writable)
 {
     if constexpr (std::is_pointer<T>::value && !std::is_function<
                       typename std::remove_pointer<T>::type>::value) {
         if (v && d->nptr < 16) {
             d->ptr[d->nptr] = (const void *)v;
-            d->ptr_written[d->nptr++] = !std::is_const<typename std::remove_pointer<T>::type>::value;
+            d->ptr_written[d->nptr++] =
+                !std::is_const<typename std::remove_pointer<T>::type>::value &&
+                (i >= 32 || ((writable >> i) & 1u));
         }
         return cuemu_check_kernel_pointer(d, i, (const void *)v);
     } else
@@ -413,7 +530,12 @@ static inline void launch(const cfg &c, const char *name, const char *file, int 
     d.kernel = name;
     d.file = file;
     d.line = line;
-    if constexpr (std::is_invocable<AddrL &, A &...>::value) d.func = addr(a...);
+    unsigned writable = ~0u;
+    if constexpr (std::is_invocable<AddrL &, A &...>::value) {
+        kfunc kf = addr(a...);
+        d.func = kf.addr;
+        writable = kf.writable;
+    }
     d.grid = c.grid;
     d.block = c.block;
     d.dsmem = c.smem;
@@ -424,7 +546,7 @@ static inline void launch(const cfg &c, const char *name, const char *file, int 
     typedef std::tuple<typename std::decay<A>::type...> Tup;
     launch_ctx<Body, Tup> *ctx = new launch_ctx<Body, Tup>{body, Tup(std::forward<A>(a)...)};
     int bad = 0, i = 0;
-    std::apply([&](const auto &...v) { ((bad |= check_arg(&d, i++, v)), ...); }, ctx->args);
+    std::apply([&](const auto &...v) { ((bad |= check_arg(&d, i++, v, writable)), ...); }, ctx->args);
     if (bad) {
         delete ctx;
         cuemu_launch_refuse(&d);
@@ -437,5 +559,6 @@ static inline void launch(const cfg &c, const char *name, const char *file, int 
 }
 }  // namespace cuemu
 
+#endif /* CUEMU_HOST_SOURCE */
 #endif /* __cplusplus */
 #endif /* CUEMU_DEVICE_H */

@@ -79,6 +79,9 @@ void cuemu_diag(const char *fmt, ...)
 #endif
     ;
 
+/* The device's own message (a failed assert's): printed as it is and kept like a diagnostic. */
+void cuemu_diag_device(const char *line);
+
 /* ---- device limits (the runtime's device properties; the core checks launches with them) -- */
 int    cuemu_max_threads_per_block(void);                 /* 1024 */
 void   cuemu_max_block_dim(int out[3]);                   /* 1024, 1024, 64 */

@@ -316,6 +316,9 @@ static size_t rewrite_extern_shared(size_t ext, size_t sh)
     size_t bc = match_close(br);
 
     emit_newlines(ext, sh + 10);
+    /* what stood between `extern` and `__shared__` (`extern float __shared__ s[]` is legal:
+       the specifiers come in any order), its line breaks already emitted */
+    for (size_t i = ext + 6; i < sh; i++) fputc(!code[i] || src[i] == '\n' ? ' ' : src[i], out);
     fwrite(src + sh + 10, 1, nb - (sh + 10), out);   /* type and attributes */
     fputs("(*const ", out);
     fwrite(src + nb, 1, ne - nb, out);
@@ -461,7 +464,15 @@ int main(int argc, char **argv)
             copied = rewrite_static_shared(i);
             i = copied - 1;
         } else if (src[i] == 'e' && word_at(i, "extern")) {
+            /* the `__shared__` among the declaration's specifiers, if any: stop at what no
+               specifier holds (`extern "C"`, a body, an initialiser, the end) */
             size_t j = skip_ws_fwd(i + 6);
+            for (size_t k = j; k < n && k < i + 400; k++) {
+                if (!code[k]) continue;
+                char c = src[k];
+                if (c == ';' || c == '{' || c == '"' || c == '=' || c == '[') break;
+                if (c == '_' && word_at(k, "__shared__")) { j = k; break; }
+            }
             if (word_at(j, "__shared__")) {
                 fwrite(src + copied, 1, i - copied, out);
                 size_t next = rewrite_extern_shared(i, j);

@@ -120,3 +120,33 @@ cublasStatus_t cublasSgemm_v2(cublasHandle_t handle, cublasOperation_t transa,
     rt_dev_leave();
     return CUBLAS_STATUS_SUCCESS;
 }
+
+/* y = alpha * op(A) x + beta * y, A column-major m x n. Negative increments walk the vector
+   from its end, as BLAS does. Accumulates in the element type (T float or double). */
+#define CUEMU_GEMV(NAME, T)                                                                     \
+cublasStatus_t NAME(cublasHandle_t handle, cublasOperation_t trans, int m, int n,              \
+                    const T *alpha, const T *A, int lda, const T *x, int incx, const T *beta,  \
+                    T *y, int incy)                                                            \
+{                                                                                              \
+    rt_drain_all();                                                                            \
+    if (!handle)                                                                               \
+        return CUBLAS_STATUS_NOT_INITIALIZED;                                                  \
+    if (m < 0 || n < 0 || lda < (m > 1 ? m : 1) || incx == 0 || incy == 0 || !alpha || !beta || \
+        (int)trans < 0 || (int)trans > 2)                                                      \
+        return CUBLAS_STATUS_INVALID_VALUE;                                                    \
+    int rows = trans == CUBLAS_OP_N ? m : n, cols = trans == CUBLAS_OP_N ? n : m;               \
+    if (rows == 0 || cols == 0) return CUBLAS_STATUS_SUCCESS;                                  \
+    long kx = incx > 0 ? 0 : (long)(cols - 1) * -incx, ky = incy > 0 ? 0 : (long)(rows - 1) * -incy; \
+    for (int r = 0; r < rows; r++) {                                                           \
+        T acc = 0;                                                                             \
+        for (int c = 0; c < cols; c++) {                                                       \
+            T a = trans == CUBLAS_OP_N ? A[r + (size_t)c * lda] : A[c + (size_t)r * lda];      \
+            acc += a * x[kx + (long)c * incx];                                                 \
+        }                                                                                      \
+        T *py = &y[ky + (long)r * incy];                                                       \
+        *py = *beta == 0 ? *alpha * acc : *alpha * acc + *beta * *py;                          \
+    }                                                                                          \
+    return CUBLAS_STATUS_SUCCESS;                                                              \
+}
+CUEMU_GEMV(cublasSgemv_v2, float)
+CUEMU_GEMV(cublasDgemv_v2, double)

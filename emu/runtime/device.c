@@ -15,7 +15,7 @@
 #define SMEM_PER_BLOCK        49152
 #define SMEM_PER_BLOCK_OPTIN  232448
 #define SMEM_PER_SM           233472
-#define CLOCK_KHZ             1980000
+#define CLOCK_KHZ             CUEMU_CLOCK_KHZ
 #define MEM_CLOCK_KHZ         3201000
 #define BUS_WIDTH_BITS        6016
 #define L2_BYTES              (60 * 1024 * 1024)

@@ -92,6 +92,8 @@ static char diag_buf[DIAG_CAP];
 static size_t diag_len;
 static int diag_truncated;
 
+static void diag_keep(const char *line, int n);
+
 void cuemu_diag(const char *fmt, ...)
 {
     char line[2048];
@@ -105,7 +107,21 @@ void cuemu_diag(const char *fmt, ...)
 
     const char *quiet = getenv("CUEMU_QUIET");
     if (!quiet || !*quiet || strcmp(quiet, "0") == 0) fprintf(stderr, "cuemu: %s\n", line);
+    diag_keep(line, n);
+}
 
+void cuemu_diag_device(const char *line)
+{
+    /* the device's own words, printed as a GPU prints them (no "cuemu: ": the emulator found
+       nothing, the program's assert did), and kept for Python like every diagnostic */
+    fflush(stdout);
+    fprintf(stderr, "%s\n", line);
+    size_t n = strlen(line);
+    diag_keep(line, n > 2000 ? 2000 : (int)n);
+}
+
+static void diag_keep(const char *line, int n)
+{
     rt_lock();
     size_t need = (size_t)n + 8;            /* "cuemu: " + '\n' */
     if (diag_len + need + 1 <= DIAG_CAP) {

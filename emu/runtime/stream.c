@@ -73,7 +73,9 @@ struct CUevent_st {
     struct CUevent_st *next;
 };
 
-typedef struct { const char *lo, *hi; int write; rt_block *b; } rt_acc;
+/* watch: in a race that waits for the kernels to show whether they write (see suspects);
+   wrote: the kernel changed the allocation's bytes (known once it ran) */
+typedef struct { const char *lo, *hi; int write; rt_block *b; int watch, wrote; } rt_acc;
 
 struct rt_op {
     int kind;
@@ -206,6 +208,113 @@ static unsigned long long rnd(void)
     return order_seed;
 }
 
+/* ---- legal host accesses to memory queued work uses (host_fault asks) ------------------- */
+/* 1 if the instruction at pc is a locked read-modify-write (lock prefix, or xchg with a
+   memory operand, which the processor always locks). */
+static int host_atomic_insn(const unsigned char *pc)
+{
+#if defined(__x86_64__)
+    for (int i = 0; i < 15; i++) {
+        unsigned char c = pc[i];
+        if (c == 0xF0) return 1;
+        if (c == 0x66 || c == 0x67 || c == 0xF2 || c == 0xF3 || c == 0x2E || c == 0x3E ||
+            c == 0x26 || c == 0x36 || c == 0x64 || c == 0x65 || (c >= 0x40 && c <= 0x4F))
+            continue;                                 /* other prefixes, REX */
+        return c == 0x86 || c == 0x87;
+    }
+#else
+    (void)pc;
+#endif
+    return 0;
+}
+
+/* 1 when CUDA allows the host access that faulted on b (write: 1, 0, or -1 unknown): it then
+   goes on, the queued work running after it, as it may on a GPU.
+   - A locked read-modify-write is a host atomic: legal on managed memory while kernels run
+     (concurrentManagedAccess = 1) and on pinned memory (system-scope atomics).
+   - A host write to pinned memory that queued kernels only read (a flag a kernel waits for);
+     queued copies reading it are a race (the classic reuse of a pinned buffer before its copy
+     ran). Every other access stays a race. */
+static int host_access_legal(const rt_block *b, int write, const void *pc)
+{
+    if (pc && host_atomic_insn((const unsigned char *)pc)) return 1;
+    if (write == 1 && b->kind == CUEMU_MEM_HOST_PINNED && !b->pend_w) {
+        for (int i = 0; i < b->nacc_list; i++) {
+            const rt_op *o = b->acc_list[i].op;
+            if (!o->done && o->kind != RT_OP_KERNEL) return 0;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- races that only a kernel's writes make: decided once the kernels ran ------------------
+   A kernel "may write" through every pointer to non-const; most such pointers are only read
+   (a factor, a table), and two kernels reading one buffer on two streams are no race. When
+   every write in a conflict is such a maybe, on device memory small enough to compare, the
+   conflict waits: each kernel's bytes are compared before and after it runs (op_run), and the
+   race is reported (the next synchronisation returning cudaErrorIllegalState) only if a kernel
+   did write them. Larger buffers keep the report at the launch. */
+#define SUSPECT_MAX_BYTES ((size_t)1 << 20)
+typedef struct suspect { rt_op *a, *b; int ia, ib; struct suspect *next; } suspect;
+static suspect *suspects;
+static int async_err;   /* defined with cuemu_take_async_error below */
+static int ordered_before(rt_op *a, rt_op *b);
+static const char *op_what(const rt_op *op, char *buf, size_t n);
+static const char *stream_name(const struct CUstream_st *s, char *buf, size_t n);
+static const char *acc_desc(const rt_op *op, int i, char *buf, size_t n);
+
+/* race_check's question for the conflict of o's access xi with op's access i: 1 if it is
+   none of race_check's business now (ordered, or waiting for the kernels to run). */
+static int race_defer(rt_op *o, int xi, rt_op *op, int i)
+{
+    const rt_acc *x = &o->acc[xi], *a = &op->acc[i];
+    if (a->b->kind != CUEMU_MEM_DEVICE || a->b->size > SUSPECT_MAX_BYTES ||
+        (x->write && o->kind != RT_OP_KERNEL) || (a->write && op->kind != RT_OP_KERNEL))
+        return 0;
+    if (ordered_before(o, op)) return 1;
+    suspect *s = (suspect *)malloc(sizeof *s);
+    if (!s) return 0;
+    s->a = o; s->ia = xi; s->b = op; s->ib = i;
+    s->next = suspects;
+    suspects = s;
+    o->acc[xi].watch = op->acc[i].watch = 1;
+    return 1;
+}
+
+/* After each operation ran: the suspects whose two operations both ran are decided. */
+static void suspects_settle(void)
+{
+    for (suspect **pp = &suspects; *pp;) {
+        suspect *x = *pp;
+        if (!x->a->done || !x->b->done) { pp = &x->next; continue; }
+        const rt_acc *p = &x->a->acc[x->ia], *q = &x->b->acc[x->ib];
+        if ((p->write && p->wrote) || (q->write && q->wrote)) {
+            const rt_block *b = q->b;
+            char w1[400], w2[400], d1[100], d2[100], s1[64], s2[64];
+            cuemu_diag("stream race on device memory allocated at %s:%d (%zu bytes): %s on %s %s, "
+                       "and %s on %s %s, with nothing ordering them (an event recorded after the "
+                       "first and waited for with cudaStreamWaitEvent before the second, or a "
+                       "synchronisation, would)", b->file ? b->file : "(unknown file)", b->line,
+                       b->size, op_what(x->a, w1, sizeof w1), stream_name(x->a->stream, s1, sizeof s1),
+                       acc_desc(x->a, x->ia, d1, sizeof d1), op_what(x->b, w2, sizeof w2),
+                       stream_name(x->b->stream, s2, sizeof s2), acc_desc(x->b, x->ib, d2, sizeof d2));
+            if (race_mode == 2 && !async_err) async_err = cudaErrorIllegalState;
+        }
+        *pp = x->next;
+        free(x);
+    }
+}
+
+static void suspects_reset(void)
+{
+    while (suspects) {
+        suspect *x = suspects;
+        suspects = x->next;
+        free(x);
+    }
+}
+
 /* ---- streams ---------------------------------------------------------------------------- */
 static int stream_listed(cudaStream_t s)
 {
@@ -305,6 +414,7 @@ void rt_op_access(rt_op *op, const void *p, size_t len, int write)
     a->hi = (const char *)p + (len ? len : 1);
     a->write = write;
     a->b = b;
+    a->watch = a->wrote = 0;
 }
 
 static void add_dep(rt_op *op, rt_op *d)
@@ -446,6 +556,7 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
     }
     host_site(pc, where, sizeof where);
     rt_op *op = b->pend_op;
+    if (host_access_legal(b, write, pc)) { apply_prot(b, 0); return; }
     cuemu_diag("host %s of %s memory allocated at %s:%d (%zu bytes; address %p, byte %lld) while "
                "queued work will still %s it: %s, on %s, has not run yet. Synchronise (cudaStreamSynchronize, "
                "cudaEventSynchronize or cudaDeviceSynchronize) before the host touches it. The host access: %s",
@@ -547,7 +658,9 @@ static const char *acc_desc(const rt_op *op, int i, char *buf, size_t n)
 {
     const rt_acc *a = &op->acc[i];
     if (op->kind == RT_OP_KERNEL)
-        snprintf(buf, n, "%s (argument at byte %lld)", a->write ? "may write it" : "reads it",
+        snprintf(buf, n, "%s (argument at byte %lld)",
+                 !a->write ? "reads it" : !(op->done && a->watch) ? "may write it"
+                 : a->wrote ? "writes it" : "reads it",
                  (long long)(a->lo - a->b->base));
     else
         snprintf(buf, n, "%s bytes %lld..%lld", a->write ? "writes" : "reads",
@@ -605,6 +718,7 @@ static int race_check(rt_op *op)
             if (x->lo >= a->hi) break;
             if (o->done || o->stream == op->stream || !(x->write || a->write)) continue;
             if (x->hi <= a->lo) continue;
+            if (race_defer(o, b->acc_list[k].idx, op, i)) continue;
             if (ordered_before(o, op)) continue;
             char w1[400], w2[400], d1[100], d2[100], s1[64], s2[64], hint[600];
             race_hint(o, op, hint, sizeof hint);
@@ -678,7 +792,19 @@ static void op_run(rt_op *op)
     switch (op->kind) {
     case RT_OP_KERNEL:
         if (!sticky) {
+            /* the watched allocations' bytes before, to see whether the kernel writes them */
+            unsigned char *snap[MAX_ACC] = { 0 };
+            for (int i = 0; i < op->nacc; i++)
+                if (op->acc[i].watch && op->acc[i].write &&
+                    rt_registry_find(op->acc[i].lo) == op->acc[i].b &&   /* not freed since */
+                    (snap[i] = (unsigned char *)malloc(op->acc[i].b->size ? op->acc[i].b->size : 1)))
+                    memcpy(snap[i], op->acc[i].b->base, op->acc[i].b->size);
             int e = cuemu_launch_run(&op->desc);
+            for (int i = 0; i < op->nacc; i++)
+                if (snap[i]) {
+                    op->acc[i].wrote = memcmp(snap[i], op->acc[i].b->base, op->acc[i].b->size) != 0;
+                    free(snap[i]);
+                }
             if (e && !cuemu_sticky_error() && !async_err) async_err = e;
             /* a write into an allocation's slack (its last bytes before the guard page) is
                blamed on this launch, not on some later synchronisation */
@@ -739,6 +865,7 @@ static void op_finish(rt_op *op)
     s->pending--;
     npending--;
     acc_count(op, -1);
+    if (suspects) suspects_settle();
 }
 
 static int deps_done(const rt_op *op)
@@ -955,6 +1082,7 @@ void cuemu_stream_enqueue(const cuemu_launch_desc *d)
 void rt_queue_reset(void)
 {
     rt_lock();
+    suspects_reset();
     unprotect_all();
     for (rt_op *op = all_head; op;) {
         rt_op *n = op->next_all;
@@ -1073,7 +1201,10 @@ cudaError_t (cudaLaunchHostFunc)(cudaStream_t stream, cudaHostFn_t fn, void *use
     if (!op) return rt_err(cudaErrorMemoryAllocation);
     op->fn = fn;
     op->user = userData;
-    return rt_err(rt_submit(op, stream, 0));
+    /* run now, with the work before it: a host function is how a GPU tells the host its work
+       is done, and a host that waits for it (a flag, a semaphore) calls no CUDA function that
+       would run it later; on a GPU it runs as soon as that work is done */
+    return rt_err(rt_submit(op, stream, 1));
 }
 
 cudaError_t (cudaStreamAddCallback)(cudaStream_t stream, cudaStreamCallback_t callback,
@@ -1086,7 +1217,7 @@ cudaError_t (cudaStreamAddCallback)(cudaStream_t stream, cudaStreamCallback_t ca
     if (!op) return rt_err(cudaErrorMemoryAllocation);
     op->cb = callback;
     op->user = userData;
-    return rt_err(rt_submit(op, stream, 0));
+    return rt_err(rt_submit(op, stream, 1));   /* as cudaLaunchHostFunc */
 }
 
 /* ---- events ----------------------------------------------------------------------------- */

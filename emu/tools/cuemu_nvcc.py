@@ -10,6 +10,7 @@ chapters are built with), so the driver's flags cannot drift from the Makefile's
 Python standard library only.
 """
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -52,11 +53,21 @@ allocation site. Takes nvcc's options:
   -v, -dryrun               print each command (and, with -dryrun, run none)
   --version, --help
 
-Headers: the emulator's cuda_runtime.h (the runtime API; no driver API, no cuda.h) and
-cublas_v2.h stand in for the toolkit's. The folder of each source file is searched for its
-"quoted" includes, as with nvcc. A kernel launch (<<<...>>>) must be in a .cu file, not in a
-header it includes. See docs/no-gpu.md, "Your own programs".
+Headers: the emulator's cuda_runtime.h (the runtime API), cooperative_groups.h (block and tile
+level), cuda_fp16.h and cublas_v2.h stand in for the toolkit's. The folder of each source file is searched for its
+"quoted" includes, as with nvcc; those of its "quoted" headers (below its folder) that launch
+kernels or declare __shared__ variables are rewritten like the .cu itself. Toolkit headers the
+emulator does not offer (mma.h, curand.h, cuda.h's driver API...) stop the build with "not
+supported here". See docs/no-gpu.md, "Your own programs".
 """
+
+# What nvcc defines: __NVCC__ always; __CUDACC__ (and its version) only for CUDA sources, where
+# headers test it to choose between their host and device versions (helper_math.h's fminf).
+# A host source sees the runtime API and vector types but none of the device side.
+_V = int(CUDART_VERSION) if CUDART_VERSION.isdigit() else 0
+CU_DEFINES = ["-D__NVCC__", "-D__CUDACC__", f"-D__CUDACC_VER_MAJOR__={_V // 1000}",
+              f"-D__CUDACC_VER_MINOR__={_V % 1000 // 10}", "-D__CUDACC_VER_BUILD__=0"]
+HOST_DEFINES = ["-D__NVCC__", "-DCUEMU_HOST_SOURCE=1"]
 
 # Options that change nothing for the emulator: with a value (separate or after '=').
 IGNORED_WITH_VALUE = {
@@ -279,6 +290,35 @@ def run(cmd, o):
         raise SystemExit(rc if rc > 0 else 1)
 
 
+QUOTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+
+
+def rewrite_headers(o, path, srcdir, hdrdir, seen):
+    """The "quoted" headers a .cu includes (and theirs), below its folder, that declare
+    __shared__ variables or launch kernels: rewritten like the .cu into the same place under
+    hdrdir, which is searched first. `extern __shared__ T s[];` in a header (a common
+    SharedMemory<T> helper) compiles only rewritten."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return
+    for name in QUOTED_INCLUDE.findall(text):
+        inc = os.path.normpath(os.path.join(os.path.dirname(path), name))
+        rel = os.path.relpath(inc, srcdir)
+        if inc in seen or rel.startswith("..") or not os.path.isfile(inc):
+            continue
+        seen.add(inc)
+        with open(inc, encoding="utf-8", errors="replace") as f:
+            body = f.read()
+        if "__shared__" in body or "<<<" in body:
+            dest = os.path.join(hdrdir, rel)
+            if not o.dryrun:
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+            run([EMU_REWRITE, inc, dest], o)
+        rewrite_headers(o, inc, srcdir, hdrdir, seen)
+
+
 def compile_one(o, src, lang, obj, work):
     """Rewrites a .cu like `make` does, then compiles it (or a .cpp/.c) to obj."""
     if not os.path.isfile(src):
@@ -288,20 +328,26 @@ def compile_one(o, src, lang, obj, work):
     # includes first, as the compiler would for the .cu itself.
     quote = ["-iquote", srcdir]
     if lang == "cu":
+        hdrdir = os.path.join(work, os.path.basename(obj) + ".h")
+        rewrite_headers(o, os.path.abspath(src), srcdir, hdrdir, set())
+        if os.path.isdir(hdrdir):
+            quote = ["-iquote", hdrdir] + quote
         stem = os.path.splitext(os.path.basename(src))[0]
         cpp = (stem + ".cuemu.cpp" if o.keep
                else os.path.join(work, os.path.basename(obj) + ".cpp"))
         run([EMU_REWRITE, src, cpp], o)
-        run([o.cxx] + EMU_CXXFLAGS + quote + o.cflags + o.xcompiler + ["-c", "-o", obj, cpp], o)
+        run([o.cxx] + EMU_CXXFLAGS + CU_DEFINES + quote + o.cflags + o.xcompiler
+            + ["-c", "-o", obj, cpp], o)
     elif lang == "c++":
-        run([o.cxx] + EMU_CXXFLAGS + quote + o.cflags + o.xcompiler + ["-c", "-o", obj, src], o)
+        run([o.cxx] + EMU_CXXFLAGS + HOST_DEFINES + quote + o.cflags + o.xcompiler
+            + ["-c", "-o", obj, src], o)
     else:  # C: the same debug, optimisation and include flags, without the C++ ones
         cflags = [f for f in EMU_CXXFLAGS if not f.startswith("-std=")]
         if "-include" in cflags:
             k = cflags.index("-include")
             del cflags[k:k + 2]
         cflags = [f for f in cflags + o.cflags if not f.startswith("-std=c++")] + o.xcompiler
-        run([CC] + cflags + quote + ["-c", "-o", obj, src], o)
+        run([CC] + cflags + HOST_DEFINES + quote + ["-c", "-o", obj, src], o)
 
 
 def drop_stale_pch(flags):

@@ -8,7 +8,7 @@ CUEMU_NVCC := $(if $(EMU_SANITIZE),$(EMU_BUILD),$(BUILD))/bin/cuemu-nvcc
 
 # The driver runs from any folder: relative -I paths become absolute. sed's special characters
 # (& and |) are escaped in what is pasted in.
-cuemu_abs_I = $(foreach f,$(1),$(if $(filter -I%,$(f)),-I$(abspath $(f:-I%=%)),$(f)))
+cuemu_abs_I = $(foreach f,$(1),$(if $(filter -I%,$(f)),-I$(abspath $(f:-I%=%)),$(if $(filter -isystem%,$(f)),-isystem$(abspath $(f:-isystem%=%)),$(f))))
 cuemu_sed   = $(subst |,\|,$(subst &,\&,$(1)))
 CUEMU_PY    := $(if $(findstring /,$(PYTHON)),$(abspath $(PYTHON)),/usr/bin/env $(PYTHON))
 

@@ -140,6 +140,13 @@ void cuemu_set_sticky_error(int e)
 
 int cuemu_sticky_error(void) { return sticky_error; }
 
+void cuemu_diag_device(const char *line)
+{
+    fprintf(stderr, "%s\n", line);
+    int n = snprintf(diag + diag_len, sizeof diag - diag_len, "%s\n", line);
+    if (n > 0) diag_len += (size_t)n;
+}
+
 void cuemu_diag(const char *fmt, ...)
 {
     char line[4096];

@@ -3,7 +3,7 @@
 
     python3 test_nvcc.py CASE DRIVER SCRATCH_DIR
 
-CASE is one of: multi-file, separate, diagnostics, options. Each builds real programs with the
+CASE is one of: multi-file, separate, diagnostics, options, headers. Each builds real programs with the
 driver the way a student would (from another folder than the sources), runs them, and checks
 their output; exit 0 when every check passed.
 """
@@ -140,8 +140,85 @@ def case_options(nvcc, work):
           "-dryrun prints the rewrite, compile and link commands and runs none")
 
 
+HEADERS_CU = r"""#include <cuda_runtime_api.h>
+#include <driver_types.h>
+#if !defined(__DRIVER_TYPES_H__) || !defined(__CUDA_RUNTIME_H__) || !defined(__CUDACC__)
+#error "the toolkit's include guards, or __CUDACC__, are missing"
+#endif
+#include <cstdio>
+#include <cooperative_groups.h>
+#include <cuda_fp16.h>
+#include <cuda_profiler_api.h>
+#include "shared_helper.cuh"
+namespace cg = cooperative_groups;
+
+__global__ void tile_sums(const int *in, int *out)
+{
+    cg::thread_block b = cg::this_thread_block();
+    cg::thread_block_tile<16> t = cg::tiled_partition<16>(b);
+    int *s = shared_ints();
+    s[b.thread_rank()] = in[b.thread_rank()];
+    b.sync();
+    int v = cg::reduce(t, s[b.thread_rank()], cg::plus<int>());
+    if (t.thread_rank() == 0) out[t.meta_group_rank()] = v + (int)(float)__hadd(__half(1.0f), __half(0.5f));
+}
+
+unsigned host_umin(unsigned a, unsigned b);
+int main()
+{
+    int h[64], r[4], *d, *o;
+    for (int i = 0; i < 64; i++) h[i] = i;
+    cudaMalloc(&d, sizeof h);
+    cudaMalloc(&o, sizeof r);
+    cudaMemcpy(d, h, sizeof h, cudaMemcpyHostToDevice);
+    cudaProfilerStart();
+    tile_sums<<<1, 64, 64 * sizeof(int)>>>(d, o);
+    cudaProfilerStop();
+    cudaMemcpy(r, o, sizeof r, cudaMemcpyDeviceToHost);
+    int ok = r[0] == 121 && r[3] == 889 && host_umin(3, umin(5u, 4u)) == 3;
+    printf("headers: %s\n", ok ? "ok" : "wrong");
+    return !ok;
+}
+"""
+HEADERS_CUH = """// a helper header, as NVIDIA's samples have: its extern __shared__ is rewritten too
+__device__ inline int *shared_ints()
+{
+    extern int __shared__ s_ints[];
+    return s_ints;
+}
+"""
+HEADERS_CPP = """// a host file may define what is device-only in CUDA, as with nvcc
+static unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
+unsigned host_umin(unsigned a, unsigned b) { return umin(a, b); }
+"""
+
+
+def case_headers(nvcc, work):
+    """The emulator's stand-ins for the toolkit's headers: guards, cooperative groups, fp16,
+    the profiler, a helper header's extern __shared__, a .cpp with its own umin; and the
+    headers and calls it does not offer refused at their line."""
+    for name, text in (("main.cu", HEADERS_CU), ("shared_helper.cuh", HEADERS_CUH),
+                       ("host.cpp", HEADERS_CPP),
+                       ("wmma.cu", "#include <mma.h>\nint main() { return 0; }\n"),
+                       ("drv.cu", "#include <cuda.h>\nint main() { return cuInit(0); }\n")):
+        with open(os.path.join(work, name), "w") as f:
+            f.write(text)
+    prog = os.path.join(work, "headers")
+    rc, _, _ = sh([nvcc, "-o", prog, "main.cu", "host.cpp"], work)
+    if check(rc == 0 and os.path.exists(prog), "runtime-API headers, cooperative groups, fp16: builds"):
+        rc, out, err = sh([prog], work)
+        check(rc == 0 and out.splitlines() == ["headers: ok"] and "cuemu:" not in err,
+              "tile sums, half and umin are right, and nothing is reported")
+    rc, _, err = sh([nvcc, "-o", "wmma", "wmma.cu"], work)
+    check(rc != 0 and "wmma.cu:1" in err and "not supported here" in err and "mma.h" in err,
+          "#include <mma.h>: not supported here, at its line")
+    rc, _, err = sh([nvcc, "-o", "drv", "drv.cu"], work)
+    check(rc != 0 and "drv.cu:2" in err and "not supported here: the CUDA driver API" in err,
+          "a driver-API call: not supported here, at its line")
+
+
 CASES = {"multi-file": case_multi_file, "separate": case_separate,
-         "diagnostics": case_diagnostics, "options": case_options}
+         "diagnostics": case_diagnostics, "options": case_options, "headers": case_headers}
 
 if __name__ == "__main__":
     if len(sys.argv) != 4 or sys.argv[1] not in CASES:

@@ -1,0 +1,4 @@
+/* SPDX-License-Identifier: MIT */
+/* <cuda_awbarrier_primitives.h> for the CPU emulator: stops the build at the #include line (the compiler names it
+   above this error) instead of letting the toolkit's copy be found, which would not compile. */
+#error "not supported here: arrive-wait barriers (cuda_awbarrier_primitives.h) (<cuda_awbarrier_primitives.h>); the CPU emulator runs the CUDA runtime API, see docs/no-gpu.md"

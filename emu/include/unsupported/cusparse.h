@@ -1,0 +1,4 @@
+/* SPDX-License-Identifier: MIT */
+/* <cusparse.h> for the CPU emulator: stops the build at the #include line (the compiler names it
+   above this error) instead of letting the toolkit's copy be found, which would not compile. */
+#error "not supported here: cuSPARSE (<cusparse.h>); the CPU emulator runs the CUDA runtime API, see docs/no-gpu.md"
