@@ -28,7 +28,7 @@ def make_copy(dest, build):
     for rel in sources():
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / rel, dest / rel)
-    for part in ("emu", "cpu/common"):
+    for part in ("emu", "cpu/common", "gpu/common"):
         if (build / part).exists():
             shutil.copytree(build / part, dest / "build" / part, symlinks=True)
     return dest
