@@ -114,7 +114,7 @@ int main()
     CUDA_OK(cudaMemcpy(d, neg, sizeof neg, cudaMemcpyHostToDevice));
     assert_kernel<<<1, 4>>>(d);
     EXPECT_EQ_INT(cudaDeviceSynchronize(), cudaErrorAssert);
-    EXPECT_DIAG("faults.cu:38: void assert_kernel(const int *): block: [0,0,0], thread: [2,0,0] Assertion `v[threadIdx.x] >= 0` failed.");
+    EXPECT_DIAG("faults.cu:39: void assert_kernel(const int *): block: [0,0,0], thread: [2,0,0] Assertion `v[threadIdx.x] >= 0` failed.");
     cuemuClearDiagnostic();
     CUDA_OK(cudaDeviceReset());
     CUDA_OK(cudaMalloc(&d, 64 * sizeof(int)));
