@@ -79,7 +79,9 @@ class Check(unittest.TestCase):
         rc, out = self.check("CH=01")
         self.assertNotEqual(rc, 0, out)
         self.assertIn("not built", self.row(out, "01.3"))
-        self.assertIn(f"chapters/{CH01}/{CU01}:{line}:", out)
+        # clang names the line of the missing ';', nvcc where it noticed (the next token's)
+        at = str(line) if BACKEND == "cpu" else r"\d+"
+        self.assertRegex(out, rf"chapters/{CH01}/{CU01}:{at}: ")
         self.assertIn("exercises: 0 of 5 passing", out)
         self.assertNotIn(" pass ", self.row(out, "01.1"))
         self.assertNotIn("clang++", out)   # quiet: no command lines
@@ -108,6 +110,7 @@ class Check(unittest.TestCase):
         text = self.solution(CH01, CU01).replace(
             "        c[i] = a[i] + b[i];",
             "        c[i] = a[i] + b[i];\n    printf(\"thread %lld\\n\", i);", 1)
+        text = "#include <cstdio>\n" + text   # nvcc wants it for a kernel's printf
         self.plant(CH01, CU01, text)
         rc, out = self.check("CH=01", "CTEST_ARGS=-R ^01\\.2$")
         self.assertEqual(rc, 0, out)

@@ -1487,8 +1487,13 @@ def warm_up(lib):
         except Exception:
             pass
     if not only or "cuda-core" in only:
-        try:
-            _strided_memory_view()
+        try:   # a first view with a stream sets up cuda.core's own device state (2 MiB seen)
+            smv = _strided_memory_view()
+            with GpuArray(lib, (2, 2)) as a, Stream(lib) as s:
+                for name in ("from_cuda_array_interface", "from_dlpack"):
+                    make = getattr(smv, name, None)
+                    view = make(a, stream_ptr=s.protocol) if make else smv(a, stream_ptr=s.protocol)
+                    del view
         except Exception:
             pass
     lib.synchronize()
