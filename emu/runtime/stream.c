@@ -497,11 +497,9 @@ static int host_site_found(const char *where)
 }
 
 /* The host line of a faulting access. In a library function (memcpy) the fault's pc names no
-   line: the caller's frame does. Where the unwinder cannot get from the signal frame through
-   that function (hand-written assembly without unwind tables, as some C libraries' memcpy),
-   every frame is tried, and last the word at the stack pointer: a leaf routine that keeps
-   nothing on the stack has its return address there. */
-static void host_site(const void *pc, const void *sp, char *where, size_t n)
+   line: a caller's frame does. Every frame of the backtrace is tried, also when the signal
+   frame's pc is not among them (an unwinder that cannot step through the routine). */
+static void host_site(const void *pc, char *where, size_t n)
 {
     Dl_info di;
     where[0] = 0;
@@ -516,13 +514,6 @@ static void host_site(const void *pc, const void *sp, char *where, size_t n)
         cuemu_locate_pc(fr[i], where, n);
         if (host_site_found(where)) return;
     }
-    if (sp) {
-        void *ret = *(void *const *)sp;
-        if (ret && dladdr(ret, &di)) {
-            cuemu_locate_pc(ret, where, n);
-            if (host_site_found(where)) return;
-        }
-    }
     if (dladdr(pc, &di) && di.dli_fname)
         snprintf(where, n, "%p in %s (%s+%#lx)", pc, di.dli_fname,
                  di.dli_sname ? di.dli_sname : "?",
@@ -535,12 +526,11 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
 {
     const char *a = (const char *)si->si_addr;
     int write = -1;
-    const void *pc = NULL, *sp = NULL;
+    const void *pc = NULL;
 #if defined(__x86_64__)
     ucontext_t *uc = (ucontext_t *)ucv;
     write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
     pc = (const void *)uc->uc_mcontext.gregs[REG_RIP];
-    sp = (const void *)uc->uc_mcontext.gregs[REG_RSP];
 #else
     (void)ucv;
 #endif
@@ -549,7 +539,7 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
     int dev = rt_dev_fault(a, &db);
     if (dev == 1) return;      /* device work touched a closed block: open now, retried */
     if (dev == 2) {
-        host_site(pc, sp, where, sizeof where);
+        host_site(pc, where, sizeof where);
         cuemu_diag("host %s of device memory: address %p is byte %lld of the %zu-byte allocation "
                    "made at %s:%d; host code cannot dereference a device pointer (on a GPU this is "
                    "a segmentation fault): device memory is reached through cudaMemcpy or a "
@@ -572,7 +562,7 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
         segv_installed = 0;
         return;
     }
-    host_site(pc, sp, where, sizeof where);
+    host_site(pc, where, sizeof where);
     rt_op *op = b->pend_op;
     if (host_access_legal(b, write, pc)) { apply_prot(b, 0); return; }
     cuemu_diag("host %s of %s memory allocated at %s:%d (%zu bytes; address %p, byte %lld) while "
