@@ -170,10 +170,13 @@ python: $(PY_READY) ## make sure Python has NumPy (a venv under build/ if needed
 # CH=5 is chapter 05; CH=05, CH=05_unified_memory and the folder's path name it too.
 CH_NAME = $(patsubst chapters/%,%,$(patsubst %/,%,$(CH)))
 CH_DIR = $(firstword $(wildcard chapters/$(CH_NAME) chapters/$(CH_NAME)_* chapters/0$(CH_NAME)_*))
-# for a CH= that names no chapter: those whose name holds it
-CH_LIKE = $(notdir $(foreach c,$(CHAPTERS),$(if $(findstring $(CH_NAME),$(c)),$(c))))
+# a chapter's number: $(call ch_number,05_unified_memory) is 05
+ch_number = $(firstword $(subst _, ,$(1)))
+# for a CH= that names no chapter: the one whose name holds it, else the list
+CH_LIKE  = $(firstword $(foreach c,$(CHAPTERS),$(if $(findstring $(CH_NAME),$(c)),$(c))))
+CH_ERROR = error: no chapter matches CH=$(CH) $(if $(CH_LIKE),(did you mean CH=$(call ch_number,$(CH_LIKE))? $(CH_LIKE)),(chapters: $(foreach c,$(CHAPTERS),$(call ch_number,$(c)))))
 run: all python ## run a chapter: make run CH=01 ARGS="--check" (or --bench, --help)
-	@test -n "$(CH_DIR)" || { echo "error: no chapter matches CH=$(CH)$(if $(CH_LIKE), (did you mean CH=$(firstword $(subst _, ,$(firstword $(CH_LIKE))))?: $(firstword $(CH_LIKE))))"; exit 1; }
+	@test -n "$(CH_DIR)" || { echo "$(CH_ERROR)"; exit 1; }
 	TUT_BACKEND=$(B) $(PY) $(CH_DIR)/driver.py $(ARGS)
 
 # RECORD=1 also writes every figure the benches print into docs/figures/ (tools/figures.py).
@@ -218,14 +221,14 @@ check: cmake-present python ch-present $(CHECK_TARGETS) $(BUILD)/BACKEND ## your
 # CH=NN builds only that chapter (of the tree given): its tests are the only ones run.
 ch_build = $(if $(filter command line,$(origin CH)),$(if $(CH_DIR),$(BUILD)/$(B)/$(1)/lib$(notdir $(CH_DIR)).so $(BUILD)/BACKEND),all)
 watch: python ch-present ## rerun `make check` each time you save an exercise file (CH=05: one chapter; Ctrl-C stops)
-	@$(PY) tools/watch.py --make "$(MAKE)" $(if $(filter command line,$(origin CH)),--chapter $(firstword $(subst _, ,$(notdir $(CH_DIR)))))
+	@$(PY) tools/watch.py --make "$(MAKE)" $(if $(filter command line,$(origin CH)),--chapter $(call ch_number,$(notdir $(CH_DIR))))
 
 check-bench: all python cmake-present ## maintainers: time make check CH=NN after a one-line edit, per chapter (target: under 3 s)
 	@$(TEST_ENV) $(PY) tools/check_bench.py --python $(PY_ABS)
 
 ID ?=
 hint: ## an exercise's hint: its TODO(student) and the lesson's "Stuck?" note (make hint ID=05.1)
-	@python3 tools/hint.py $(ID)
+	@$(PYTHON) tools/hint.py $(ID)
 
 check-solutions: cmake-present $(call ch_build,solutions) python ch-present ## the same tests on solutions/ (they must all pass)
 	@$(call ctest_run,solutions)
@@ -312,7 +315,7 @@ sanitize: all python ## every solution test under compute-sanitizer memcheck/rac
 # --- prerequisites, each with one line saying what to install -------------------------------
 # CH=NN given on the command line must name a chapter (else nothing would be tested).
 ch-present:
-	@$(if $(filter command line,$(origin CH)),test -n "$(CH_DIR)" || { echo "error: no chapter matches CH=$(CH)$(if $(CH_LIKE), (did you mean CH=$(firstword $(subst _, ,$(firstword $(CH_LIKE))))? $(firstword $(CH_LIKE))))$(if $(CH_LIKE),, (chapters: $(foreach c,$(CHAPTERS),$(firstword $(subst _, ,$(c))))))"; exit 1; })
+	@$(if $(filter command line,$(origin CH)),test -n "$(CH_DIR)" || { echo "$(CH_ERROR)"; exit 1; })
 nvcc-present:
 	@command -v $(NVCC) >/dev/null 2>&1 || { echo "error: $(NVCC) not found: install the CUDA toolkit (13.0 or newer), or use the emulator: make BACKEND=cpu"; exit 1; }
 cmake-present:

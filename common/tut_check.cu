@@ -287,8 +287,9 @@ static void tut_on_crash(int sig, siginfo_t *si, void *ucv)
         if (frames[i] != pc) tut_place(frames[i], 1, place, sizeof place);
     if (!tut_is_course_source(place)) place[0] = 0;
     Dl_info di;
-    const char *lib = pc && dladdr(pc, &di) && di.dli_fname ? di.dli_fname : "?";
-    const char *sym = pc && dladdr(pc, &di) && di.dli_sname ? di.dli_sname : "?";
+    int known = pc && dladdr(pc, &di);
+    const char *lib = known && di.dli_fname ? di.dli_fname : "?";
+    const char *sym = known && di.dli_sname ? di.dli_sname : "?";
     int len = snprintf(buf, sizeof buf,
                        "crash: %s in host code: %s\n"
                        "crash: at %s (in %s, %s); the Python stack follows\n",

@@ -90,13 +90,11 @@ def crash_report(r):
     c_report = [line for line in lines if line.startswith(("crash: ", "cuemu: "))]
     start = next((i for i, line in enumerate(lines) if line.startswith("Fatal Python error")),
                  None)
-    stack = []
-    if start is not None:
-        stack = [line for line in lines[start:] if line.strip()
-                 and not line.startswith(("crash: ", "cuemu: ", "Extension modules:"))][:12]
+    stack = [line for line in (lines[start:] if start is not None else [])
+             if line.strip() and "/common/tut/" not in line
+             and not line.startswith(("crash: ", "cuemu: ", "Extension modules:"))][:12]
     before = [line for line in (lines[:start] if start is not None else lines)
               if not line.startswith(("crash: ", "cuemu: "))][-5:]
-    stack = [line for line in stack if "/common/tut/" not in line]
     msg = [line.replace(f"{REPO}/", "") for line in c_report + stack]
     for line in msg:
         m = re.match(r"crash: at (\S+:\d+)", line)
@@ -140,7 +138,7 @@ def next_step(ex):
     for r in sorted(ex, key=lambda r: [int(p) if p.isdigit() else p
                                        for p in re.split(r"[.+-]", r["id"])]):
         if r["status"] in NOT_PASSING:
-            return r["id"], r.get("todo") or r.get("where") or ""
+            return r["id"], r.get("todo", "")
     return None, ""
 
 
@@ -220,9 +218,7 @@ def main(argv=None):
             if r["message"] in said:
                 continue
             said.add(r["message"])
-            logs = sorted(Path(args.results).resolve().parents[2].glob(
-                f"{r.get('backend', '*')}/{r.get('tree', 'chapters')}/lib{r['id'][:2]}_*.failed"))
-            whole = f": {logs[0].relative_to(Path.cwd()) if logs[0].is_relative_to(Path.cwd()) else logs[0]}" if logs else ""
+            whole = f": {r['build_log']}" if r.get("build_log") else ""
             r = dict(r, message=r["message"] + "\n(no test of this chapter runs until it "
                                                "compiles; the compiler's whole output" + whole + ")")
         for line in details(r, r["status"] in NOT_PASSING):

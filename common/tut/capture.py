@@ -37,40 +37,27 @@ def _flush_all():
 
 
 def read_capped(path, limit=OUTPUT_LIMIT):
-    """(text of at most `limit` bytes, lines in the file, lines dropped). Reads the rest in
-    chunks only to count its lines."""
+    """(the whole lines within the first `limit` bytes, lines printed, lines dropped). The rest
+    is read in chunks only to count its lines, and the file is cut to what the row keeps."""
     try:
-        f = open(path, "rb")
+        f = open(path, "r+b")
     except OSError:
         return "", 0, 0
     with f:
         head = f.read(limit)
-        rest_lines, tail_piece = 0, b""
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            rest_lines += chunk.count(b"\n")
-            tail_piece = chunk[-1:]
-    cut = len(head) == limit and (rest_lines or tail_piece)
-    if cut:   # keep whole lines only
-        keep = head.rfind(b"\n") + 1
-        dropped_in_head = head[keep:]
-        head = head[:keep]
-        rest_lines += 1 if dropped_in_head or tail_piece not in (b"", b"\n") else 0
-    if cut:   # the row keeps what was kept: no need for the disk to keep the rest
-        with open(path, "r+b") as f:
-            f.truncate(len(head))
-    text = head.decode("utf-8", errors="replace")
-    kept = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
-    return text, kept + (rest_lines if cut else 0), rest_lines if cut else 0
-
-
-_saved_fsize = [None]   # RLIMIT_FSIZE before output_to lowered it
-
-
-def child_limits():
-    """For a process started while a test runs (preexec_fn): the file size limit the harness
-    had before it capped this test's output (a checker sizes its shared memory with ftruncate)."""
-    if _saved_fsize[0] is not None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, _saved_fsize[0])
+        last = f.read(1 << 20)
+        if not last:   # all of it fits
+            text = head.decode("utf-8", errors="replace")
+            return text, text.count("\n") + (text != "" and not text.endswith("\n")), 0
+        kept = head[:head.rfind(b"\n") + 1]
+        printed = head.count(b"\n")
+        while last:
+            printed += last.count(b"\n")
+            end, last = last, f.read(1 << 20)
+        printed += not end.endswith(b"\n")   # a last line without its newline
+        f.truncate(len(kept))
+    text = kept.decode("utf-8", errors="replace")
+    return text, printed, printed - text.count("\n")
 
 
 @contextlib.contextmanager
@@ -81,7 +68,6 @@ def output_to(path):
         return
     _flush_all()
     soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    _saved_fsize[0] = (soft, hard)
     # A grader (TUT_OUTPUT_MAX=bytes) wants a flood stopped: past it the process dies of
     # SIGXFSZ, which the grader reports as output over its limit. make check goes on instead.
     cap = int(os.environ.get("TUT_OUTPUT_MAX") or 0)
@@ -101,7 +87,6 @@ def output_to(path):
     finally:
         _flush_all()
         resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-        _saved_fsize[0] = None
         os.dup2(saved[0], 1)
         os.dup2(saved[1], 2)
         os.close(saved[0])

@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from . import capture
 from .paths import backend, tree
 
 
@@ -47,8 +46,7 @@ def run_child(driver_file, function, timeout=120):
     env.update(TUT_TREE=tree(), TUT_BACKEND=backend())
     code = f"import sys, driver; sys.exit(driver.{function}())"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=timeout, cwd=Path(driver_file).resolve().parent, env=env,
-                          preexec_fn=capture.child_limits)
+                          timeout=timeout, cwd=Path(driver_file).resolve().parent, env=env)
     result = next((json.loads(line[7:]) for line in proc.stdout.splitlines()
                    if line.startswith("RESULT ")), None)
     if result is None:

@@ -49,11 +49,11 @@ class LibraryError(RuntimeError):
 class NotBuilt(RuntimeError):
     """The chapter's library did not build: its last build failed, so no older library is
     tested in its place. .error is the compiler's first error (the student's file:line and
-    message), .log the whole compiler output."""
+    message), .log_path the file that holds the whole compiler output."""
 
-    def __init__(self, library, error, log=""):
+    def __init__(self, library, error, log_path):
         super().__init__(f"not built: {error}" if error else f"{library} did not build")
-        self.library, self.error, self.log = library, error, log
+        self.library, self.error, self.log_path = library, error, log_path
 
 
 class Skip(Exception):

@@ -181,15 +181,6 @@ def first_compiler_error(log):
     return lines[0].strip() if lines else ""
 
 
-def build_failure(path):
-    """The compiler output of the last failed build of this library, or None. make writes it
-    beside the library (lib<chapter>.failed) and removes the library, so that a test never
-    runs an older build than the student's file."""
-    failed = path.with_suffix(".failed")
-    try:
-        return failed.read_text(errors="replace")
-    except OSError:
-        return None
 
 
 def load_chapter(chapter, which_tree=None, which_backend=None):
@@ -197,9 +188,13 @@ def load_chapter(chapter, which_tree=None, which_backend=None):
     Raises NotBuilt when its last build failed, FileNotFoundError when it was never built."""
     path = library_path(chapter, which_tree, which_backend)
     if path not in _loaded:
-        log = build_failure(path)
-        if log is not None:
-            raise NotBuilt(path.name, first_compiler_error(log), log)
+        # make writes the compiler's output of a failed build beside the library
+        # (lib<chapter>.failed) and removes the library: never an older build than the file
+        failed = path.with_suffix(".failed")
+        if failed.exists():
+            log_path = failed.relative_to(REPO) if failed.is_relative_to(REPO) else failed
+            raise NotBuilt(path.name, first_compiler_error(failed.read_text(errors="replace")),
+                           str(log_path))
         if not path.exists():
             raise FileNotFoundError(
                 f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path} does not "

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The test harness: Chapter (test registration, the command line, results), Context."""
 import argparse
+import contextlib
 import gc
 import hashlib
 import importlib.util
@@ -44,19 +45,35 @@ def _first_failure(e):
     return first
 
 
-_notes = []   # the running test's notes (note())
+_notes = None   # the running test's notes (note()); None while no test runs
 
 
 def note(text):
     """Say what this test did not check here, or another fact a student should see beside its
     result: it goes into the test's row (make check's table), or is printed outside a test."""
-    if _running[0]:
-        _notes.append(str(text))
-    else:
+    if _notes is None:
         print(f"note: {text}")
+    else:
+        _notes.append(str(text))
 
 
-_running = [False]
+@contextlib.contextmanager
+def _test_running():
+    """While a test runs: its notes are collected (yielded), and the emulator keeps its
+    diagnoses to its buffer, which the row gets (a CudaError carries those of its call, and one
+    that a test expected goes with it): no second copy on stderr."""
+    global _notes
+    quiet = os.environ.get("CUEMU_QUIET")
+    os.environ["CUEMU_QUIET"] = "1"
+    _notes = []
+    try:
+        yield _notes
+    finally:
+        _notes = None
+        if quiet is None:
+            os.environ.pop("CUEMU_QUIET", None)
+        else:
+            os.environ["CUEMU_QUIET"] = quiet
 
 
 def _row_details(r):
@@ -192,39 +209,25 @@ class Chapter:
         check_todo = test["exercise"] and tree() == "chapters" and not run_untouched
         where, untouched_all = self.untouched(test) if check_todo else (None, False)
         if untouched_all:
-            return self._result(test, lib, seed, started, "NOT DONE",
+            return self._result(test, lib.backend, seed, started, "NOT DONE",
                                 f"exercise not done yet: TODO(student) at {where}", todo=where,
                                 part="none")
         ctx = Context(lib, seed, self)
-        status, message = "PASS", ""
         diagnostic = getattr(lib, "diagnostic", lambda: "")
         diagnostic()   # what an earlier test left is not this one's
-        _notes.clear()
-        # The row gets the emulator's diagnoses (its buffer; a CudaError carries those of its
-        # call, and one that a test expected goes with it): no second copy on stderr.
-        quiet = os.environ.get("CUEMU_QUIET")
-        os.environ["CUEMU_QUIET"] = "1"
-        _running[0] = True
-        try:
-            with capture.output_to(output):
-                status, message = self._call(test, ctx, lib)
-                try:
-                    diagnostics = diagnostic()
-                except Exception as e:   # a library whose process died: the row says so
-                    diagnostics = f"(the emulator's diagnoses could not be read: {e})"
-        finally:
-            _running[0] = False
-            if quiet is None:
-                os.environ.pop("CUEMU_QUIET", None)
-            else:
-                os.environ["CUEMU_QUIET"] = quiet
-        extra = {"diagnostics": diagnostics.rstrip(), "notes": list(_notes)}
+        with _test_running() as notes, capture.output_to(output):
+            status, message = self._call(test, ctx, lib)
+            try:
+                diagnostics = diagnostic()
+            except Exception as e:   # a library whose process died: the row says so
+                diagnostics = f"(the emulator's diagnoses could not be read: {e})"
+        extra = {"diagnostics": diagnostics.rstrip(), "notes": notes}
         if output is not None:
             text, lines, dropped = capture.read_capped(output)
             extra.update(output=text, output_lines=lines, output_dropped=dropped)
         if status in ("FAIL", "ERROR") and where:
             # part of the exercise is still the stub: that, not the numbers, is the news
-            return self._result(test, lib, seed, started, "NOT DONE",
+            return self._result(test, lib.backend, seed, started, "NOT DONE",
                                 f"exercise not finished: TODO(student) at {where} is still "
                                 f"untouched\n(what the finished part gave: {message.splitlines()[0] if message else status})",
                                 todo=where, part="some", **extra)
@@ -234,7 +237,7 @@ class Chapter:
             if where:
                 message += f"\n  hint: the exercise is at {where} (TODO(student) {ex_id})"
                 extra["todo"] = where
-        return self._result(test, lib, seed, started, status, message, **extra)
+        return self._result(test, lib.backend, seed, started, status, message, **extra)
 
     @staticmethod
     def _call(test, ctx, lib):
@@ -273,13 +276,12 @@ class Chapter:
             # a bug in the test or the driver, or a Python exception the C code caused
             return "ERROR", "".join(traceback.format_exception(e)).rstrip()
 
-    def _result(self, test, lib, seed, started, status, message, todo=None, **extra):
+    def _result(self, test, which_backend, seed, started, status, message, todo=None, **extra):
         r = {"id": test["id"], "title": test["title"], "exercise": test["exercise"],
              "status": status, "message": message, "seed": seed,
              "seconds": round(time.perf_counter() - started, 3),
-             "backend": lib.backend if lib is not None else backend(), "tree": tree(),
-             "order": os.environ.get("CUEMU_ORDER", "forward")
-             if (lib.backend if lib is not None else backend()) == "cpu" else ""}
+             "backend": which_backend, "tree": tree(),
+             "order": os.environ.get("CUEMU_ORDER", "forward") if which_backend == "cpu" else ""}
         if todo:
             r["todo"] = todo
         r.update({k: v for k, v in extra.items() if v not in (None, "", [], 0)})
@@ -325,11 +327,11 @@ class Chapter:
         try:
             lib = load_chapter(self.name)
         except NotBuilt as e:   # never an older library in its place
-            print(f"NOT BUILT: {e.error}\n(the whole compiler output: make BACKEND={backend()} "
-                  f"CH={self.number})", file=sys.stderr)
+            print(f"NOT BUILT: {e.error}\n(the compiler's whole output: {e.log_path})",
+                  file=sys.stderr)
             where = re.match(r"(\S+:\d+):", e.error or "")
             self._write_unrun(args, "NOT BUILT", e.error or "the build failed", backend(),
-                              todo=where.group(1) if where else None)
+                              todo=where.group(1) if where else None, build_log=e.log_path)
             return EXIT_FAIL
         except FileNotFoundError as e:
             print(f"ERROR: {e}", file=sys.stderr)
@@ -368,20 +370,12 @@ class Chapter:
         wanted = set(args.only.split(",")) if args.only else None
         return [t for t in self.tests if wanted is None or t["id"] in wanted]
 
-    def _write_unrun(self, args, status, message, which_backend, todo=None):
+    def _write_unrun(self, args, status, message, which_backend, **extra):
         """Results for tests that could not run at all, when --json asks for them."""
         if args.json and not args.bench:
-            rows = []
-            for t in self._selected(args):
-                rows.append({"id": t["id"], "title": t["title"], "exercise": t["exercise"],
-                             "status": status, "message": message, "seed": None,
-                             "seconds": 0.0, "backend": which_backend, "tree": tree(),
-                             "order": ""})
-                if todo:
-                    rows[-1]["todo"] = todo
-                if t.get("part_of"):
-                    rows[-1].update(part_of=t["part_of"], points=t["points"], hidden=True)
-            self._write_json(args.json, rows)
+            self._write_json(args.json, [
+                self._result(t, which_backend, None, time.perf_counter(), status, message, **extra)
+                for t in self._selected(args)])
 
     @staticmethod
     def _write_json(path, results):
@@ -406,7 +400,7 @@ class Chapter:
                     (stem if stem.endswith(t["id"]) else f"{stem}.{t['id']}") + ".out"))
                 # Written first, so that a process that dies in this test (a signal in C, an
                 # abort) still leaves a row saying so; the summary adds the crash report.
-                crashed = self._result(t, lib, seed, time.perf_counter(), "CRASH",
+                crashed = self._result(t, lib.backend, seed, time.perf_counter(), "CRASH",
                                        "the test process died", output_file=output)
                 self._write_json(args.json, results + [crashed])
             r = self.run_test(t, lib, seed, run_untouched=args.expect_fail, output=output)
