@@ -9,9 +9,13 @@
  *                                         __FILE__, __LINE__, <address of k>, <call of k>, args)
  *   extern __shared__ T name[];     ->  T (*const name) = ::cuemu::dsmem("name");
  *
- * and one addition to static shared memory, so the core can poison it before every block:
+ * and two additions: to static shared memory, so the core can poison it before every block,
+ * and before each kernel declaration, a companion that tells a launch the kernel's parameter
+ * types (see kernel_companion):
  *
  *   __shared__ T name[N];           ->  static T name[N]; static ::cuemu::shared_reg r(name);
+ *   template <..> __global__ void k(P)  ->  template <..> auto cuemu_kfn_k(P) -> void (*)(P);
+ *                                           template <..> __global__ void k(P)
  *
  * (The header alone cannot do that: a section attribute would gather the variables, but gcc
  * ignores it on statics of template functions and rejects mixing inline and non-inline ones.)
@@ -210,6 +214,188 @@ static int has_code(size_t a, size_t b)
     return 0;
 }
 
+/* ---- each kernel's companion: what a launch learns the kernel's parameter types from ------
+   Before every `__global__` declaration the rewriter declares (never defines) a function with
+   the kernel's template header and parameters, named cuemu_kfn_<name>, whose return type is a
+   pointer to the kernel's own function type:
+
+     template <class T> __global__ void k(T *o, const T *f)
+       -> template <class T> auto cuemu_kfn_k(T *o, const T *f) -> void (*)(T *o, const T *f);
+
+   Called (unevaluated) with a launch's arguments, it deduces and converts exactly as the call
+   of k does, and its return type names the specialisation the launch runs: its address (for
+   cudaFuncSetAttribute limits) and its parameters' constness and volatility (for the stream
+   checks), which the arguments' types do not tell (`int *` for a `const T *`). */
+static char **kernel_names;
+static size_t nkernel_names;
+static int word_at(size_t i, const char *w);
+static int in_directive(size_t i);
+
+static int kernel_known(const char *s, size_t len)
+{
+    for (size_t i = 0; i < nkernel_names; i++)
+        if (strlen(kernel_names[i]) == len && !strncmp(kernel_names[i], s, len)) return 1;
+    return 0;
+}
+
+/* The parameters [a, b) on one line without their default arguments (not part of a
+   function type): each top-level `= ...` is dropped up to the next top-level comma. */
+static void emit_params_no_defaults(size_t a, size_t b)
+{
+    size_t s = a;
+    int depth = 0;
+    for (size_t i = a; i <= b; i++) {
+        int end = i == b;
+        if (!end && code[i]) {
+            char c = src[i];
+            if (c == '(' || c == '[' || c == '{') depth++;
+            else if (c == ')' || c == ']' || c == '}') depth--;
+        }
+        if (end || (code[i] && depth == 0 && (src[i] == ',' || src[i] == '='))) {
+            if (s < i) emit_flat(out, s, i, 0);
+            if (end) break;
+            if (src[i] == '=') {   /* skip the default to the next top-level comma */
+                for (; i < b; i++) {
+                    if (!code[i]) continue;
+                    char c = src[i];
+                    if (c == '(' || c == '[' || c == '{') depth++;
+                    else if (c == ')' || c == ']' || c == '}') depth--;
+                    else if (c == ',' && depth == 0) break;
+                }
+                if (i == b) break;
+            }
+            fputs(", ", out);
+            s = i + 1;
+        }
+    }
+}
+
+/* `__global__` at g: writes src[copied, start of the declaration) and the companion, and
+   returns the new `copied`; returns `copied` unchanged (nothing written) for a declaration it
+   does not recognise (an explicit specialisation, a qualified name, a friend): its launches
+   then go on without one. */
+static size_t kernel_companion(size_t g, size_t copied)
+{
+    /* back over the specifiers (static, inline, void, extern "C") to a template header */
+    size_t p = skip_ws_back(g), start = g, th = 0, te = 0;
+    for (;;) {
+        size_t q = p;
+        while (q > 0 && code[q - 1] && is_id(src[q - 1])) q--;
+        if (q == p || in_directive(q)) break;
+        if (word_at(q, "friend") || word_at(q, "typedef")) return copied;
+        start = q;
+        p = skip_ws_back(q);
+    }
+    if (p > 0 && src[p - 1] == '>' && !in_directive(p - 1)) {
+        int depth = 0;
+        size_t q = p;
+        while (q > 0) {
+            q--;
+            if (!code[q]) continue;
+            if (src[q] == '>') depth++;
+            else if (src[q] == '<' && --depth == 0) break;
+        }
+        size_t t = skip_ws_back(q);
+        if (depth != 0 || t < 8 || !word_at(t - 8, "template")) return copied;
+        th = t - 8;
+        te = p;
+        start = th;
+    }
+    if (start < copied) return copied;
+    /* forward to the name and the parameter list: the `( ... )` followed by `{` or `;` */
+    size_t i = g + 10, name = 0, name_end = 0, po = 0, pc = 0;
+    while (i < n) {
+        if (!code[i]) { i++; continue; }
+        char c = src[i];
+        if (c == ';' || c == '{' || c == '=' || c == '}') return copied;
+        if (c == '(') {
+            size_t close = match_close(i), after = skip_ws_fwd(close + 1);
+            if (after < n && (src[after] == '{' || src[after] == ';')) {
+                name_end = skip_ws_back(i);
+                name = name_end;
+                while (name > 0 && is_id(src[name - 1])) name--;
+                po = i;
+                pc = close;
+                break;
+            }
+            i = close + 1;
+            continue;
+        }
+        i++;
+    }
+    if (!po || name == name_end || isdigit((unsigned char)src[name])) return copied;
+    size_t before = skip_ws_back(name);
+    if (before >= 1 && (src[before - 1] == ':' || src[before - 1] == '~')) return copied;
+    fwrite(src + copied, 1, start - copied, out);
+    if (th) {
+        emit_flat(out, th, te, 0);
+        fputc(' ', out);
+    }
+    fprintf(out, "auto cuemu_kfn_%.*s(", (int)(name_end - name), src + name);
+    emit_flat(out, po + 1, pc, 0);
+    fputs(") -> void (*)(", out);
+    emit_params_no_defaults(po + 1, pc);
+    fputs("); ", out);
+    if (!kernel_known(src + name, name_end - name)) {
+        char **k = (char **)realloc(kernel_names, (nkernel_names + 1) * sizeof *k);
+        char *s = (char *)malloc(name_end - name + 1);
+        if (!k || !s) die("out of memory");
+        memcpy(s, src + name, name_end - name);
+        s[name_end - name] = 0;
+        kernel_names = k;
+        kernel_names[nkernel_names++] = s;
+    }
+    return start;
+}
+
+/* The kernel expression [ks, ke) with its last name prefixed by cuemu_kfn_ (`ns::k<T>` ->
+   `ns::cuemu_kfn_k<T>`) when it names a kernel whose companion this file declared (emit: 0
+   only says whether); 0, nothing written, for anything else (a function pointer, a
+   parenthesised expression). */
+static int companion_of(size_t ks, size_t ke, int emit)
+{
+    size_t e = ke;
+    if (e > ks && src[e - 1] == '>') {   /* explicit template arguments */
+        int depth = 0;
+        while (e > ks) {
+            e--;
+            if (!code[e]) continue;
+            if (src[e] == '>') depth++;
+            else if (src[e] == '<' && --depth == 0) break;
+        }
+        e = skip_ws_back(e);
+    }
+    size_t b = e;
+    while (b > ks && is_id(src[b - 1])) b--;
+    if (b == e || !kernel_known(src + b, e - b)) return 0;
+    for (size_t i = ks; i < b; i++)
+        if (code[i] && !(is_id(src[i]) || src[i] == ':' || isspace((unsigned char)src[i])))
+            return 0;
+    if (emit) {
+        emit_flat(out, ks, b, 0);
+        fputs("cuemu_kfn_", out);
+        emit_flat(out, b, ke, 0);
+    }
+    return 1;
+}
+static int companion_named(size_t ks, size_t ke) { return companion_of(ks, ke, 0); }
+static void emit_companion_of(size_t ks, size_t ke) { companion_of(ks, ke, 1); }
+
+/* The kernel expression [ks, ke) for the launch's address: the specialisation its companion
+   names (`static_cast<decltype(cuemu_kfn_k(args))>(k)`), or as written when it has none. */
+static void emit_kernel_typed(size_t ks, size_t ke)
+{
+    if (!companion_named(ks, ke)) {
+        emit_flat(out, ks, ke, 0);
+        return;
+    }
+    fputs("static_cast<decltype(", out);
+    emit_companion_of(ks, ke);
+    fputs("(cuemu_a_...))>(", out);
+    emit_flat(out, ks, ke, 0);
+    fputs(")", out);
+}
+
 /* Rewrites the launch whose `<<<` is at lt; kernel expression starts at ks. Returns the
    position after the closing parenthesis of the argument list. */
 static size_t rewrite_launch(size_t ks, size_t lt)
@@ -241,9 +427,9 @@ static size_t rewrite_launch(size_t ks, size_t lt)
     emit_flat(out, ks, skip_ws_back(lt), 1);
     fputs("\", __FILE__, __LINE__, [&](auto &&...cuemu_a_) -> decltype(::cuemu::kaddr("
           "::cuemu::prio<2>{}, ", out);
-    emit_flat(out, ks, skip_ws_back(lt), 0);
+    emit_kernel_typed(ks, skip_ws_back(lt));
     fputs(", cuemu_a_...)) { return ::cuemu::kaddr(::cuemu::prio<2>{}, ", out);
-    emit_flat(out, ks, skip_ws_back(lt), 0);
+    emit_kernel_typed(ks, skip_ws_back(lt));
     fputs(", cuemu_a_...); }, [&](auto &&...cuemu_a_) { ", out);
     emit_flat(out, ks, skip_ws_back(lt), 0);
     fputs("(cuemu_a_...); }", out);
@@ -459,6 +645,8 @@ int main(int argc, char **argv)
             fwrite(src + copied, 1, ks - copied, out);
             copied = rewrite_launch(ks, i);
             i = copied - 1;
+        } else if (src[i] == '_' && word_at(i, "__global__") && !in_directive(i)) {
+            copied = kernel_companion(i, copied);
         } else if (src[i] == '_' && word_at(i, "__shared__") && !in_directive(i)) {
             fwrite(src + copied, 1, i - copied, out);
             copied = rewrite_static_shared(i);

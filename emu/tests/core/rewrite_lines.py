@@ -16,10 +16,11 @@ import tempfile
 
 def launch_lines(lines):
     """Indices of lines a rewrite may change: from a kernel name to the `>>>` line, the line
-    with the closing parenthesis of the argument list, and extern __shared__ lines."""
+    with the closing parenthesis of the argument list, extern __shared__ lines, and the start
+    of a __global__ declaration (its template header), where the kernel's companion goes."""
     allowed = set()
     for i, line in enumerate(lines):
-        if "<<<" in line or ">>>" in line or "__shared__" in line:
+        if "<<<" in line or ">>>" in line or "__shared__" in line or "__global__" in line:
             allowed.update({i - 2, i - 1, i, i + 1})
     return allowed
 
