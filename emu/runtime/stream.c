@@ -263,6 +263,7 @@ static int ordered_before(rt_op *a, rt_op *b);
 static const char *op_what(const rt_op *op, char *buf, size_t n);
 static const char *stream_name(const struct CUstream_st *s, char *buf, size_t n);
 static const char *acc_desc(const rt_op *op, int i, char *buf, size_t n);
+static void race_hint(const rt_op *o, const rt_op *op, char *buf, size_t n);
 
 /* race_check's question for the conflict of o's access xi with op's access i: 1 if it is
    none of race_check's business now (ordered, or waiting for the kernels to run). */
@@ -291,14 +292,16 @@ static void suspects_settle(void)
         const rt_acc *p = &x->a->acc[x->ia], *q = &x->b->acc[x->ib];
         if ((p->write && p->wrote) || (q->write && q->wrote)) {
             const rt_block *b = q->b;
-            char w1[400], w2[400], d1[100], d2[100], s1[64], s2[64];
+            char w1[400], w2[400], d1[100], d2[100], s1[64], s2[64], hint[600];
+            race_hint(x->a, x->b, hint, sizeof hint);
             cuemu_diag("stream race on device memory allocated at %s:%d (%zu bytes): %s on %s %s, "
                        "and %s on %s %s, with nothing ordering them (an event recorded after the "
                        "first and waited for with cudaStreamWaitEvent before the second, or a "
-                       "synchronisation, would)", b->file ? b->file : "(unknown file)", b->line,
+                       "synchronisation, would)%s", b->file ? b->file : "(unknown file)", b->line,
                        b->size, op_what(x->a, w1, sizeof w1), stream_name(x->a->stream, s1, sizeof s1),
                        acc_desc(x->a, x->ia, d1, sizeof d1), op_what(x->b, w2, sizeof w2),
-                       stream_name(x->b->stream, s2, sizeof s2), acc_desc(x->b, x->ib, d2, sizeof d2));
+                       stream_name(x->b->stream, s2, sizeof s2), acc_desc(x->b, x->ib, d2, sizeof d2),
+                       hint);
             if (race_mode == 2 && !async_err) async_err = cudaErrorIllegalState;
         }
         *pp = x->next;
