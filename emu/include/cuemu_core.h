@@ -56,8 +56,9 @@ struct cuemu_launch_desc {
     void      (*body)(void *ctx);   /* runs one thread's kernel body */
     void       *ctx;
     void      (*ctx_free)(void *ctx);   /* releases ctx once the queued launch has run */
-    /* the kernel's pointer arguments, for the stream race check: written = the pointee is
-       not const (the kernel may write it) */
+    /* the kernel's pointer arguments, for the stream race check: ptr_written bit 0, the
+       pointee is not const (the kernel may write it); bit 1, it is volatile (the kernel
+       expects the host to touch it while it runs) */
     int         nptr;
     const void *ptr[16];
     unsigned char ptr_written[16];

@@ -448,9 +448,12 @@ template <> struct prio<0> {};
 /* With the address comes, per parameter, whether it is a pointer to non-const: what the kernel
    may write is what its parameters say, not its arguments (an `int *` passed for a
    `const int *` parameter is only read). */
+/* A pointer to volatile says the kernel expects another party (the host) to change or watch
+   the memory while it runs: the host's access to it is then no race (stream.c). */
 struct kfunc {
     const void *addr;
     unsigned writable;   /* bit i: parameter i is a pointer to non-const */
+    unsigned vol;        /* bit i: parameter i is a pointer to volatile */
     operator const void *() const { return addr; }
 };
 template <class... P> static constexpr unsigned writable_params()
@@ -460,12 +463,22 @@ template <class... P> static constexpr unsigned writable_params()
             !std::is_const<typename std::remove_pointer<P>::type>::value ? 1u : 0u) << (i++ & 31)), ...);
     return m;
 }
+template <class... P> static constexpr unsigned volatile_params()
+{
+    unsigned m = 0, i = 0;
+    ((m |= (std::is_pointer<P>::value &&
+            std::is_volatile<typename std::remove_pointer<P>::type>::value ? 1u : 0u) << (i++ & 31)), ...);
+    return m;
+}
 template <class... P, class... A>
 static inline kfunc kaddr(prio<2>, void (*f)(P...), A &&...)
-{ return kfunc{(const void *)f, writable_params<P...>()}; }
+{ return kfunc{(const void *)f, writable_params<P...>(), volatile_params<P...>()}; }
 template <class... A>
 static inline kfunc kaddr(prio<1>, void (*f)(typename std::decay<A>::type...), A &&...)
-{ return kfunc{(const void *)f, writable_params<typename std::decay<A>::type...>()}; }
+{
+    return kfunc{(const void *)f, writable_params<typename std::decay<A>::type...>(),
+                 volatile_params<typename std::decay<A>::type...>()};
+}
 
 /* A literal 0 or NULL kernel argument (the rewriter substitutes this): converts to whatever
    the parameter is, as the literal would have at a direct call. */
@@ -503,18 +516,19 @@ template <class Body, class Tup> static void free_ctx(void *p)
     delete static_cast<launch_ctx<Body, Tup> *>(p);
 }
 
-/* writable: the kernel's parameter mask (kfunc), or ~0u when the kernel's type is unknown
-   (then the argument's own constness decides) */
+/* writable, vol: the kernel's parameter masks (kfunc), or ~0u and 0 when the kernel's type is
+   unknown (then the argument's own type decides) */
 template <class T> static inline int check_arg(cuemu_launch_desc *d, int i, const T &v,
-                                               unsigned writable)
+                                               unsigned writable, unsigned vol)
 {
     if constexpr (std::is_pointer<T>::value && !std::is_function<
                       typename std::remove_pointer<T>::type>::value) {
         if (v && d->nptr < 16) {
+            typedef typename std::remove_pointer<T>::type E;
             d->ptr[d->nptr] = (const void *)v;
             d->ptr_written[d->nptr++] =
-                !std::is_const<typename std::remove_pointer<T>::type>::value &&
-                (i >= 32 || ((writable >> i) & 1u));
+                (!std::is_const<E>::value && (i >= 32 || ((writable >> i) & 1u)) ? 1 : 0) |
+                (std::is_volatile<E>::value || (i < 32 && ((vol >> i) & 1u)) ? 2 : 0);
         }
         return cuemu_check_kernel_pointer(d, i, (const void *)v);
     } else
@@ -530,11 +544,12 @@ static inline void launch(const cfg &c, const char *name, const char *file, int 
     d.kernel = name;
     d.file = file;
     d.line = line;
-    unsigned writable = ~0u;
+    unsigned writable = ~0u, vol = 0;
     if constexpr (std::is_invocable<AddrL &, A &...>::value) {
         kfunc kf = addr(a...);
         d.func = kf.addr;
         writable = kf.writable;
+        vol = kf.vol;
     }
     d.grid = c.grid;
     d.block = c.block;
@@ -546,7 +561,7 @@ static inline void launch(const cfg &c, const char *name, const char *file, int 
     typedef std::tuple<typename std::decay<A>::type...> Tup;
     launch_ctx<Body, Tup> *ctx = new launch_ctx<Body, Tup>{body, Tup(std::forward<A>(a)...)};
     int bad = 0, i = 0;
-    std::apply([&](const auto &...v) { ((bad |= check_arg(&d, i++, v, writable)), ...); }, ctx->args);
+    std::apply([&](const auto &...v) { ((bad |= check_arg(&d, i++, v, writable, vol)), ...); }, ctx->args);
     if (bad) {
         delete ctx;
         cuemu_launch_refuse(&d);

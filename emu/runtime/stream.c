@@ -74,8 +74,9 @@ struct CUevent_st {
 };
 
 /* watch: in a race that waits for the kernels to show whether they write (see suspects);
-   wrote: the kernel changed the allocation's bytes (known once it ran) */
-typedef struct { const char *lo, *hi; int write; rt_block *b; int watch, wrote; } rt_acc;
+   wrote: the kernel changed the allocation's bytes (known once it ran); vol: a kernel's
+   pointer to volatile (see host_access_legal) */
+typedef struct { const char *lo, *hi; int write; rt_block *b; int watch, wrote, vol; } rt_acc;
 
 struct rt_op {
     int kind;
@@ -228,24 +229,29 @@ static int host_atomic_insn(const unsigned char *pc)
     return 0;
 }
 
-/* 1 when CUDA allows the host access that faulted on b (write: 1, 0, or -1 unknown): it then
-   goes on, the queued work running after it, as it may on a GPU.
+/* 1 when CUDA allows the host access that faulted on b: it then goes on, the queued work
+   running after it (or, for a read of what a kernel writes, before it: host_fault), as it may
+   on a GPU.
    - A locked read-modify-write is a host atomic: legal on managed memory while kernels run
      (concurrentManagedAccess = 1) and on pinned memory (system-scope atomics).
-   - A host write to pinned memory that queued kernels only read (a flag a kernel waits for);
-     queued copies reading it are a race (the classic reuse of a pinned buffer before its copy
-     ran). Every other access stays a race. */
-static int host_access_legal(const rt_block *b, int write, const void *pc)
+   - Memory that every queued operation touching it reaches through a kernel's pointer to
+     volatile: the kernel says that another party changes or watches it while it runs (a flag
+     the host sets and the kernel spins on, a "done" the kernel sets and the host polls).
+   Every other access is a race, as CUDA's memory model says: a host write into memory that a
+   queued copy reads (the classic reuse of a pinned buffer before its copy ran) or a kernel
+   reads through a plain pointer (it may run before or after the write, and need not see it),
+   a host read of what queued work will write. */
+static int host_access_legal(const rt_block *b, const void *pc)
 {
     if (pc && host_atomic_insn((const unsigned char *)pc)) return 1;
-    if (write == 1 && b->kind == CUEMU_MEM_HOST_PINNED && !b->pend_w) {
-        for (int i = 0; i < b->nacc_list; i++) {
-            const rt_op *o = b->acc_list[i].op;
-            if (!o->done && o->kind != RT_OP_KERNEL) return 0;
-        }
-        return 1;
-    }
-    return 0;
+    int any = 0;
+    for (const rt_op *o = all_head; o; o = o->next_all)
+        for (int i = 0; i < o->nacc && !o->done; i++)
+            if (o->acc[i].b == b) {
+                if (o->kind != RT_OP_KERNEL || !o->acc[i].vol) return 0;
+                any = 1;
+            }
+    return any;
 }
 
 /* ---- races that only a kernel's writes make: decided once the kernels ran ------------------
@@ -417,7 +423,7 @@ void rt_op_access(rt_op *op, const void *p, size_t len, int write)
     a->hi = (const char *)p + (len ? len : 1);
     a->write = write;
     a->b = b;
-    a->watch = a->wrote = 0;
+    a->watch = a->wrote = a->vol = 0;
 }
 
 static void add_dep(rt_op *op, rt_op *d)
@@ -525,6 +531,60 @@ static void host_site(const void *pc, char *where, size_t n)
         snprintf(where, n, "%p", pc);
 }
 
+static void run_closure(rt_op **targets, int nt, long steps);
+
+/* Runs the queued operations that will write b, and what they wait for. */
+static void run_writers(const rt_block *b)
+{
+    rt_op *t[64];
+    int nt = 0;
+    rt_lock();
+    for (rt_op *o = all_head; o && nt < 64; o = o->next_all)
+        for (int i = 0; i < o->nacc && !o->done; i++)
+            if (o->acc[i].b == b && o->acc[i].write) {
+                t[nt++] = o;
+                break;
+            }
+    run_closure(t, nt, -1);
+    rt_unlock();
+}
+
+/* One instruction after a legal host write (the trap flag set by host_fault): its block is
+   protected again. */
+static __thread rt_block *step_block;
+static struct sigaction old_trap;
+static int trap_installed;
+
+static void step_trap(int sig, siginfo_t *si, void *ucv)
+{
+#if defined(__x86_64__)
+    if (step_block) {
+        ucontext_t *uc = (ucontext_t *)ucv;
+        uc->uc_mcontext.gregs[REG_EFL] &= ~0x100;
+        rt_block *b = step_block;
+        step_block = NULL;
+        if (want_prot(b)) apply_prot(b, want_prot(b));
+        return;
+    }
+#endif
+    /* not ours (a debugger's breakpoint, the program's own handler) */
+    if (old_trap.sa_flags & SA_SIGINFO) old_trap.sa_sigaction(sig, si, ucv);
+    else if (old_trap.sa_handler != SIG_IGN && old_trap.sa_handler != SIG_DFL) old_trap.sa_handler(sig);
+    else { signal(sig, SIG_DFL); raise(sig); }
+}
+
+static int step_install(void)
+{
+    if (trap_installed) return 1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = step_trap;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    trap_installed = sigaction(SIGTRAP, &sa, &old_trap) == 0;
+    return trap_installed;
+}
+
 static void host_fault(int sig, siginfo_t *si, void *ucv)
 {
     const char *a = (const char *)si->si_addr;
@@ -565,9 +625,25 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
         segv_installed = 0;
         return;
     }
+    if (host_access_legal(b, pc)) {
+        /* a host polling what a kernel writes through its pointer to volatile (the kernel's
+           "done"): the kernel runs now, as a GPU runs it while the host waits, so the host's
+           loop sees it (nothing else would run it: the loop calls no CUDA function) */
+        if (write == 0 && b->pend_w) run_writers(b);
+        apply_prot(b, 0);
+#if defined(__x86_64__)
+        /* a write ("go") to memory a kernel will also write ("done", beside it): protected
+           again after this one instruction, so the host's next read of it still runs the
+           kernel */
+        if (write == 1 && b->pend_w && step_install()) {
+            step_block = b;
+            uc->uc_mcontext.gregs[REG_EFL] |= 0x100;   /* the trap flag */
+        }
+#endif
+        return;
+    }
     host_site(pc, where, sizeof where);
     rt_op *op = b->pend_op;
-    if (host_access_legal(b, write, pc)) { apply_prot(b, 0); return; }
     cuemu_diag("host %s of %s memory allocated at %s:%d (%zu bytes; address %p, byte %lld) while "
                "queued work will still %s it: %s, on %s, has not run yet. Synchronise (cudaStreamSynchronize, "
                "cudaEventSynchronize or cudaDeviceSynchronize) before the host touches it. The host access: %s",
@@ -1083,7 +1159,9 @@ void cuemu_stream_enqueue(const cuemu_launch_desc *d)
     for (int i = 0; i < d->nptr; i++) {
         /* the whole allocation from the pointer on is unknown; the pointer's own element
            stands for it, so kernels on disjoint chunks of one buffer are not a race */
-        rt_op_access(op, d->ptr[i], 1, d->ptr_written[i]);
+        int before = op->nacc;
+        rt_op_access(op, d->ptr[i], 1, d->ptr_written[i] & 1);
+        if (op->nacc > before) op->acc[before].vol = (d->ptr_written[i] >> 1) & 1;
     }
     rt_unlock();
     cudaError_t e = rt_submit(op, (cudaStream_t)d->stream, 0);
