@@ -497,36 +497,150 @@ static void apply_prot(rt_block *b, int state)
     b->prot = state;
 }
 
-/* Where host code made an access, as file:line when the code was built with -g (a .cu the
-   emulator compiled): the faulting instruction, or the first caller with a line (a memcpy in
-   libc called from the student's code). */
-static int host_site_found(const char *where)
+/* ---- where the host made a faulting access: the program's own line ----------------------
+   The faulting instruction is often not the program's: a memcpy in the C library, or the
+   C library's code inlined into it (with _FORTIFY_SOURCE, which Ubuntu's compilers turn on at
+   -O2, a memcpy call's line is that of the inline wrapper in string_fortified.h). So each frame,
+   from the fault outwards, is tried in turn, and of each its chain of inlined calls, until one
+   is a line of the program's: not in a system library, a system header or the emulator. */
+
+/* 1 for code in a library of the system (its lines, where it has any, are not the program's). */
+static int system_object(const char *path)
 {
-    return strchr(where, ':') && !strstr(where, "unknown") && !strstr(where, "runtime/");
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    static const char *const dirs[] = { "/lib/", "/lib64/", "/usr/lib/", "/usr/lib64/",
+                                        "/usr/libexec/", "/bin/", "/usr/bin/" };
+    static const char *const libs[] = { "libc.so", "ld-linux", "libstdc++", "libgcc_s",
+                                        "libm.so", "libpthread", "libdl.so", "linux-vdso" };
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++)
+        if (!strncmp(path, dirs[i], strlen(dirs[i]))) return 1;
+    for (size_t i = 0; i < sizeof libs / sizeof *libs; i++)
+        if (!strncmp(base, libs[i], strlen(libs[i]))) return 1;
+    return !*path || path[0] == '[';
 }
 
-/* The host line of a faulting access. In a library function (memcpy) the fault's pc names no
-   line: a caller's frame does. Every frame of the backtrace is tried, also when the signal
-   frame's pc is not among them (an unwinder that cannot step through the routine). */
-static void host_site(const void *pc, char *where, size_t n)
+/* The program's line of the code at a (ret: a return address, so the call before it), the
+   innermost of its inlined calls that is the program's; 0 when there is none. */
+static int program_line(const void *a, int ret, char *out, size_t n)
 {
     Dl_info di;
+    if (!a || !dladdr(a, &di) || !di.dli_fname || system_object(di.dli_fname)) return 0;
+    uintptr_t off = (uintptr_t)a - (ret ? 1 : 0);
+    if (di.dli_fbase != (void *)0x400000) off -= (uintptr_t)di.dli_fbase;   /* not a non-PIE exe */
+    char cmd[1400], line[512];
+    snprintf(cmd, sizeof cmd, "addr2line -i -e '%s' 0x%lx 2>/dev/null", di.dli_fname,
+             (unsigned long)off);
+    FILE *p = popen(cmd, "r");
+    if (!p) return 0;
+    int found = 0;
+    while (!found && fgets(line, sizeof line, p)) {
+        line[strcspn(line, "\r\n")] = 0;
+        char *disc = strstr(line, " (discriminator");
+        if (disc) *disc = 0;
+        const char *colon = strrchr(line, ':');
+        if (!colon || line[0] == '?' || !strcmp(colon, ":?") || !strcmp(colon, ":0")
+            || strstr(line, "/usr/include/") || strstr(line, "/c++/") || strstr(line, "cuemu_")
+            || strstr(line, "emu/include/") || strstr(line, "emu/core/") || strstr(line, "emu/runtime/"))
+            continue;
+        /* relative to the working directory, like the call sites the compiler recorded */
+        char cwd[1024];
+        const char *shown = line;
+        if (getcwd(cwd, sizeof cwd)) {
+            size_t cl = strlen(cwd);
+            if (!strncmp(line, cwd, cl) && line[cl] == '/') shown = line + cl + 1;
+        }
+        snprintf(out, n, "%s", shown);
+        found = 1;
+    }
+    while (fgets(line, sizeof line, p)) {
+    }
+    pclose(p);
+    return found;
+}
+
+/* 1 if the bytes before a look like the end of a call instruction (a is a return address). */
+static int after_call(const unsigned char *a)
+{
+#if defined(__x86_64__)
+    return a[-5] == 0xE8 || (a[-6] == 0xFF && (a[-5] & 0x38) == 0x10) ||
+           (a[-2] == 0xFF && (a[-1] & 0xF8) == 0xD0) || (a[-3] == 0xFF && (a[-2] & 0x38) == 0x10);
+#else
+    (void)a;
+    return 1;
+#endif
+}
+
+/* The C library's function at pc, as the program calls it: the exported functions whose
+   implementation (what dlsym answers for an IFUNC: the variant this processor uses) starts
+   nearest below pc. The implementations have no exported names of their own. */
+static const char *libc_function(const void *pc)
+{
+    static const char *const names[] = { "memcpy", "memmove", "memset", "memcmp", "strlen",
+                                         "strcpy", "strncpy", "strcmp", "strncmp", "strchr",
+                                         "memchr", "wmemcpy", "wmemset", "mempcpy", "bcmp",
+                                         "__memcpy_chk", "__memmove_chk", "__memset_chk",
+                                         "fread", "fwrite", "read", "write", "qsort" };
+    const char *best = NULL;
+    uintptr_t best_at = 0;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        uintptr_t f = (uintptr_t)dlsym(RTLD_DEFAULT, names[i]);
+        if (f && f <= (uintptr_t)pc && (uintptr_t)pc - f < 0x4000 && f > best_at) {
+            best = names[i];
+            best_at = f;
+        }
+    }
+    return best;
+}
+
+/* "file:line" of a host access at pc (sp: the stack pointer then), or "in memcpy called from
+   file:line" when pc is the C library's or the emulator's. The callers come from the
+   backtrace (the unwinder steps through the signal frame with the C library's unwind
+   tables); when it has none of the program's lines, from the words at the top of the
+   interrupted stack that are return addresses into the program (a routine without a frame
+   keeps its return address there). */
+static void host_site(const void *pc, const void *sp, char *where, size_t n)
+{
+    Dl_info di;
+    char line[600];
     where[0] = 0;
     if (!pc) { snprintf(where, n, "an unknown location"); return; }
-    cuemu_locate_pc((char *)pc + 1, where, n);
-    if (strchr(where, ':') && !strstr(where, "unknown")) return;
-    void *fr[32];
-    int nf = backtrace(fr, 32), start = -1;
+    if (program_line(pc, 0, where, n)) return;
+    int found = 0;
+    void *fr[48];
+    int nf = backtrace(fr, 48), start = -1;
     for (int i = 0; i < nf; i++)
         if (fr[i] == pc) { start = i; break; }
-    for (int i = start + 1; i < nf; i++) {
-        cuemu_locate_pc(fr[i], where, n);
-        if (host_site_found(where)) return;
+    /* without the signal frame's pc among them, the frames from it on are unknown: the
+       handler's own ones are not the program's (program_line skips the emulator) */
+    for (int i = start + 1; i < nf && !found; i++) found = program_line(fr[i], 1, line, sizeof line);
+    if (!found && sp) {
+        const void *const *w = (const void *const *)sp;
+        for (int i = 0; i < 64 && !found; i++) {
+            Dl_info wi;
+            const unsigned char *v = (const unsigned char *)w[i];
+            if (v && dladdr(v, &wi) && wi.dli_fname && !system_object(wi.dli_fname) &&
+                (uintptr_t)v >= (uintptr_t)wi.dli_fbase + 8 && after_call(v))
+                found = program_line(v, 1, line, sizeof line);
+        }
     }
-    if (dladdr(pc, &di) && di.dli_fname)
-        snprintf(where, n, "%p in %s (%s+%#lx)", pc, di.dli_fname,
-                 di.dli_sname ? di.dli_sname : "?",
-                 (unsigned long)((const char *)pc - (const char *)(di.dli_saddr ? di.dli_saddr : di.dli_fbase)));
+    const char *fn = NULL;
+    char fbuf[160];
+    if (dladdr(pc, &di) && di.dli_fname) {
+        const char *base = strrchr(di.dli_fname, '/');
+        base = base ? base + 1 : di.dli_fname;
+        if (!strncmp(base, "libc.so", 7)) fn = libc_function(pc);
+        if (!fn && di.dli_sname && system_object(di.dli_fname)) fn = di.dli_sname;
+        if (!fn) {
+            snprintf(fbuf, sizeof fbuf, "%s (%s+%#lx)", base, di.dli_sname ? di.dli_sname : "?",
+                     (unsigned long)((const char *)pc - (const char *)(di.dli_saddr ? di.dli_saddr : di.dli_fbase)));
+            fn = fbuf;
+        }
+    }
+    if (found)
+        snprintf(where, n, "in %s called from %s", fn ? fn : "a library function", line);
+    else if (fn)
+        snprintf(where, n, "%p in %s", pc, fn);
     else
         snprintf(where, n, "%p", pc);
 }
@@ -589,20 +703,21 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
 {
     const char *a = (const char *)si->si_addr;
     int write = -1;
-    const void *pc = NULL;
+    const void *pc = NULL, *sp = NULL;
 #if defined(__x86_64__)
     ucontext_t *uc = (ucontext_t *)ucv;
     write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
     pc = (const void *)uc->uc_mcontext.gregs[REG_RIP];
+    sp = (const void *)uc->uc_mcontext.gregs[REG_RSP];
 #else
     (void)ucv;
 #endif
-    char where[512], what[512], sn[64];
+    char where[900], what[512], sn[64];
     rt_block *db = NULL;
     int dev = rt_dev_fault(a, &db);
     if (dev == 1) return;      /* device work touched a closed block: open now, retried */
     if (dev == 2) {
-        host_site(pc, where, sizeof where);
+        host_site(pc, sp, where, sizeof where);
         cuemu_diag("host %s of device memory: address %p is byte %lld of the %zu-byte allocation "
                    "made at %s:%d; host code cannot dereference a device pointer (on a GPU this is "
                    "a segmentation fault): device memory is reached through cudaMemcpy or a "
@@ -642,7 +757,7 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
 #endif
         return;
     }
-    host_site(pc, where, sizeof where);
+    host_site(pc, sp, where, sizeof where);
     rt_op *op = b->pend_op;
     cuemu_diag("host %s of %s memory allocated at %s:%d (%zu bytes; address %p, byte %lld) while "
                "queued work will still %s it: %s, on %s, has not run yet. Synchronise (cudaStreamSynchronize, "

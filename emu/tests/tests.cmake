@@ -36,7 +36,9 @@ set(EMU_BUG_missing_sync
 set(EMU_BUG_host_pointer
     "argument 0 of kernel fill_kernel \\(launched at [^ ]*host_pointer.cu:[0-9]+\\) is a host pointer.*host_pointer: passed")
 set(EMU_BUG_host_deref_device
-    "host read of device memory: address 0x[0-9a-f]+ is byte [0-9]+ of the 4000-byte allocation made at [^ ]*host_deref_device.cu:[0-9]+; [^\n]*device memory is reached through cudaMemcpy or a kernel. The host access: [^ ]*host_deref_device.cu:[0-9]+.*host write of device memory.*host_deref_device: passed")
+    "host read of device memory: address 0x[0-9a-f]+ is byte [0-9]+ of the 4000-byte allocation made at [^ ]*host_deref_device.cu:[0-9]+; [^\n]*device memory is reached through cudaMemcpy or a kernel. The host access: (in [a-z_]+ called from )?[^ ]*host_deref_device.cu:[0-9]+.*host write of device memory.*host_deref_device: passed")
+set(EMU_BUG_host_memcpy_site
+    "host read of device memory: .*allocation made at [^ ]*host_memcpy_site.cu:[0-9]+; [^\n]*The host access: in memcpy called from [^ ]*host_memcpy_site.cu:[0-9]+.*host write of device memory[^\n]*The host access: in memset called from [^ ]*host_memcpy_site.cu:[0-9]+.*host read of pinned host memory[^\n]*The host access: in memcpy called from [^ ]*host_memcpy_site.cu:[0-9]+.*host_memcpy_site: passed")
 set(EMU_BUG_divergent_barrier
     "deadlock in kernel early_return_kernel.*divergent __syncthreads.*100 threads wait at __syncthreads [^ ]*divergent_barrier.cu:[0-9]+.*28 threads exited.*deadlock in kernel two_sites_kernel.*divergent_barrier: passed")
 set(EMU_BUG_uninit_shared

@@ -105,6 +105,16 @@ def case_diagnostics(nvcc, work):
               "the report names kernel, block, thread, the write's line and the cudaMalloc's")
         check(rc == 1 and "cudaErrorIllegalAddress" in out,
               "the program carries on and gets cudaErrorIllegalAddress, as on a GPU")
+    # a host memcpy from device memory, built as Ubuntu's compilers build (issue 22)
+    prog = os.path.join(work, "host_memcpy")
+    rc, _, _ = sh([nvcc, "-O2", "-D_FORTIFY_SOURCE=2", "-o", prog, "host_memcpy.cu"], HERE)
+    if check(rc == 0, "the planted host memcpy program builds with -D_FORTIFY_SOURCE=2"):
+        rc, out, err = sh([prog], work)
+        want = (r"cuemu: host read of device memory: .* The host access: in memcpy called from "
+                r"\S*host_memcpy\.cu:%d" % marker_line(os.path.join(HERE, "host_memcpy.cu"),
+                                                      "@host-read"))
+        check(rc == 1 and re.search(want, err) is not None,
+              "the report names the memcpy's line, not the C library's inline wrapper's")
     bad = os.path.join(work, "bad.cu")
     with open(bad, "w") as f:
         f.write("__global__ void k(float *p)\n{\n    p[threadIdx.x] = undeclared;\n}\n"
