@@ -596,7 +596,7 @@ static const char *libc_function(const void *pc)
 /* "file:line" of a host access at pc (sp: the stack pointer then), or "in memcpy called from
    file:line" when pc is the C library's or the emulator's. The callers come from the
    backtrace (the unwinder steps through the signal frame with the C library's unwind
-   tables); when it has none of the program's lines, from the words at the top of the
+   tables); when it cannot step past the signal frame, from the words at the top of the
    interrupted stack that are return addresses into the program (a routine without a frame
    keeps its return address there). */
 static void host_site(const void *pc, const void *sp, char *where, size_t n)
@@ -614,9 +614,11 @@ static void host_site(const void *pc, const void *sp, char *where, size_t n)
     /* without the signal frame's pc among them, the frames from it on are unknown: the
        handler's own ones are not the program's (program_line skips the emulator) */
     for (int i = start + 1; i < nf && !found; i++) found = program_line(fr[i], 1, line, sizeof line);
-    if (!found && sp) {
+    if (!found && sp && start < 0) {
+        /* only where the unwinder did not get through: a stale word further up could name
+           code that is not running */
         const void *const *w = (const void *const *)sp;
-        for (int i = 0; i < 64 && !found; i++) {
+        for (int i = 0; i < 16 && !found; i++) {
             Dl_info wi;
             const unsigned char *v = (const unsigned char *)w[i];
             if (v && dladdr(v, &wi) && wi.dli_fname && !system_object(wi.dli_fname) &&
