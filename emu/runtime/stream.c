@@ -649,8 +649,11 @@ static void host_site(const void *pc, const void *sp, char *where, size_t n)
 
 static void run_closure(rt_op **targets, int nt, long steps);
 
-/* Runs the queued operations that will write b, and what they wait for. */
-static void run_writers(const rt_block *b)
+static int run_despite_sticky;
+
+/* Runs the queued operations that will write b, and what they wait for; despite: also after
+   a sticky error (a host loop polling them, already reported, can end only so). */
+static void run_writers(const rt_block *b, int despite)
 {
     rt_op *t[64];
     int nt = 0;
@@ -661,13 +664,16 @@ static void run_writers(const rt_block *b)
                 t[nt++] = o;
                 break;
             }
+    run_despite_sticky = despite;
     run_closure(t, nt, -1);
+    run_despite_sticky = 0;
     rt_unlock();
 }
 
 /* One instruction after a legal host write (the trap flag set by host_fault): its block is
    protected again. */
 static __thread rt_block *step_block;
+static __thread int step_state;     /* what it is protected as again; 0: as its work wants */
 static struct sigaction old_trap;
 static int trap_installed;
 
@@ -678,8 +684,10 @@ static void step_trap(int sig, siginfo_t *si, void *ucv)
         ucontext_t *uc = (ucontext_t *)ucv;
         uc->uc_mcontext.gregs[REG_EFL] &= ~0x100;
         rt_block *b = step_block;
+        int st = step_state ? step_state : want_prot(b);
         step_block = NULL;
-        if (want_prot(b)) apply_prot(b, want_prot(b));
+        step_state = 0;
+        if (st) apply_prot(b, st);
         return;
     }
 #endif
@@ -700,6 +708,13 @@ static int step_install(void)
     trap_installed = sigaction(SIGTRAP, &sa, &old_trap) == 0;
     return trap_installed;
 }
+
+/* After a host read of what queued work will write was reported: the same instruction
+   reading the same address again and again is a loop polling it (a flag), which calls no CUDA
+   function that would run that work. It would spin forever: after POLL_TURNS turns it is
+   named, and the work runs, so that the loop ends (the program has its error already). */
+#define POLL_TURNS 1000
+static __thread struct { rt_block *b; const void *pc; const char *a; int turns; } poll_w;
 
 static void host_fault(int sig, siginfo_t *si, void *ucv)
 {
@@ -742,11 +757,39 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
         segv_installed = 0;
         return;
     }
+#if defined(__x86_64__)
+    if (b == poll_w.b) {
+        if (write == 0 && pc == poll_w.pc && a == poll_w.a && ++poll_w.turns < POLL_TURNS &&
+            step_install()) {
+            apply_prot(b, 0);
+            step_block = b;
+            step_state = 2;
+            uc->uc_mcontext.gregs[REG_EFL] |= 0x100;
+            return;
+        }
+        poll_w.b = NULL;
+        if (write == 0 && pc == poll_w.pc && a == poll_w.a) {
+            host_site(pc, sp, where, sizeof where);
+            cuemu_diag("the host polls address %p (byte %lld of the %s memory allocated at "
+                       "%s:%d) in a loop that calls no CUDA function, waiting for "
+                       "queued work to write it; nothing runs queued work here but a CUDA call "
+                       "(a GPU would run it meanwhile, but the access is a race all the same: a "
+                       "kernel that signals the host should write through a pointer to volatile), "
+                       "so it runs now, and the loop can end. The loop: %s", (const void *)a,
+                       (long long)(a - b->base),
+                       b->kind == CUEMU_MEM_MANAGED ? "managed" : "pinned host", b->file ? b->file : "(unknown file)", b->line,
+                       where);
+            run_writers(b, 1);
+        }
+        apply_prot(b, 0);   /* another access: it was no poll */
+        return;
+    }
+#endif
     if (host_access_legal(b, pc)) {
         /* a host polling what a kernel writes through its pointer to volatile (the kernel's
            "done"): the kernel runs now, as a GPU runs it while the host waits, so the host's
            loop sees it (nothing else would run it: the loop calls no CUDA function) */
-        if (write == 0 && b->pend_w) run_writers(b);
+        if (write == 0 && b->pend_w) run_writers(b, 0);
         apply_prot(b, 0);
 #if defined(__x86_64__)
         /* a write ("go") to memory a kernel will also write ("done", beside it): protected
@@ -773,6 +816,18 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
     /* the access goes on, and sees what a GPU would not have written yet */
     b->host_race_reported = 1;
     apply_prot(b, 0);
+#if defined(__x86_64__)
+    /* a read: protected again after it, to see whether it is a loop that polls (poll_w) */
+    if (write == 0 && b->pend_w && step_install()) {
+        poll_w.b = b;
+        poll_w.pc = pc;
+        poll_w.a = a;
+        poll_w.turns = 0;
+        step_block = b;
+        step_state = 2;
+        uc->uc_mcontext.gregs[REG_EFL] |= 0x100;
+    }
+#endif
 }
 
 void rt_segv_install(void)
@@ -817,6 +872,7 @@ static void protect_op(rt_op *op)
 
 static void unprotect_all(void)
 {
+    poll_w.b = NULL;
     while (nprot) apply_prot(prot_list[nprot - 1], 0);
 }
 
@@ -992,7 +1048,7 @@ static int recheck(rt_op *op, const void *p, size_t span, const char *role)
 
 static void op_run(rt_op *op)
 {
-    int sticky = cuemu_sticky_error();
+    int sticky = run_despite_sticky ? 0 : cuemu_sticky_error();
     switch (op->kind) {
     case RT_OP_KERNEL:
         if (!sticky) {
