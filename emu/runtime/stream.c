@@ -240,7 +240,10 @@ static int host_atomic_insn(const unsigned char *pc)
    Every other access is a race, as CUDA's memory model says: a host write into memory that a
    queued copy reads (the classic reuse of a pinned buffer before its copy ran) or a kernel
    reads through a plain pointer (it may run before or after the write, and need not see it),
-   a host read of what queued work will write. */
+   a host read of what queued work will write.
+   Returns 1 for a host atomic (the block then stays open to the host until the work ran, as
+   a CAS loop's plain read of the old value needs), 2 for memory the kernels' volatile
+   pointers reach, 0 for a race. */
 static int host_access_legal(const rt_block *b, const void *pc)
 {
     if (pc && host_atomic_insn((const unsigned char *)pc)) return 1;
@@ -251,7 +254,7 @@ static int host_access_legal(const rt_block *b, const void *pc)
                 if (o->kind != RT_OP_KERNEL || !o->acc[i].vol) return 0;
                 any = 1;
             }
-    return any;
+    return any ? 2 : 0;
 }
 
 /* ---- races that only a kernel's writes make: decided once the kernels ran ------------------
@@ -785,7 +788,8 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
         return;
     }
 #endif
-    if (host_access_legal(b, pc)) {
+    int legal = host_access_legal(b, pc);
+    if (legal) {
         /* a host polling what a kernel writes through its pointer to volatile (the kernel's
            "done"): the kernel runs now, as a GPU runs it while the host waits, so the host's
            loop sees it (nothing else would run it: the loop calls no CUDA function) */
@@ -795,7 +799,7 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
         /* a write ("go") to memory a kernel will also write ("done", beside it): protected
            again after this one instruction, so the host's next read of it still runs the
            kernel */
-        if (write == 1 && b->pend_w && step_install()) {
+        if (legal == 2 && write == 1 && b->pend_w && step_install()) {
             step_block = b;
             uc->uc_mcontext.gregs[REG_EFL] |= 0x100;   /* the trap flag */
         }

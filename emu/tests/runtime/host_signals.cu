@@ -8,7 +8,8 @@
  *      volatile, with no CUDA call in its loop: the loop ends;
  *   3. both: the host says "go" in one pinned flag, the kernel answers in another (in
  *      another allocation, or beside it in the same one);
- *   4. host atomics (read-modify-writes) on managed memory a queued kernel updates with
+ *   4. host atomics (read-modify-writes, and a CAS loop's plain read of the old value, as
+ *      NVIDIA's systemWideAtomics sample does) on managed memory a queued kernel updates with
  *      system-scope atomics (concurrentManagedAccess = 1);
  * none of which the emulator may report; and, still reported:
  *   5. a host write into pinned memory that a queued kernel reads through a plain pointer
@@ -104,7 +105,7 @@ int main()
         count_system<<<1, 1, 0, s>>>(m, 100);
         OK(cudaGetLastError());
         for (int i = 0; i < 100; i++) __atomic_fetch_add(&m[0], 1, __ATOMIC_SEQ_CST);
-        int expected = 0;
+        int expected = m[1];   // a CAS loop's plain read of the old value (systemWideAtomics)
         EXPECT(__atomic_compare_exchange_n(&m[1], &expected, 9, false, __ATOMIC_SEQ_CST,
                                            __ATOMIC_SEQ_CST));
         EXPECT(__atomic_exchange_n(&m[1], 3, __ATOMIC_SEQ_CST) == 9);
