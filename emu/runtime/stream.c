@@ -229,7 +229,7 @@ static int host_atomic_insn(const unsigned char *pc)
     return 0;
 }
 
-/* 1 when CUDA allows the host access that faulted on b: it then goes on, the queued work
+/* Nonzero when CUDA allows the host access that faulted on b: it then goes on, the queued work
    running after it (or, for a read of what a kernel writes, before it: host_fault), as it may
    on a GPU.
    - A locked read-modify-write is a host atomic: legal on managed memory while kernels run
