@@ -294,6 +294,34 @@ static void stream_order(void)
     }
 }
 
+// ---- stream 0 in a group: each rank's call names its own device's default stream --------
+static void default_streams(void)
+{
+    PerRank<int> b(COUNT);
+    for (int r = 0; r < nr; r++) {
+        std::vector<int> h(COUNT);
+        for (size_t i = 0; i < COUNT; i++) h[i] = iinput(i, r);
+        b.put(r, h);
+    }
+    NCCL_OK(ncclGroupStart());
+    for (int r = 0; r < nr; r++) {
+        OK(cudaSetDevice(r));
+        NCCL_OK(ncclAllReduce(b.d[r], b.d[r], COUNT, ncclInt32, ncclMax, comm[r], 0));
+    }
+    OK(cudaSetDevice(0));      // the group ends with another device current
+    NCCL_OK(ncclGroupEnd());
+    for (int r = 0; r < nr; r++) {
+        std::vector<int> h(COUNT);
+        OK(cudaSetDevice(r));
+        OK(cudaMemcpy(h.data(), b.d[r], COUNT * sizeof(int), cudaMemcpyDeviceToHost));
+        for (size_t i = 0; i < COUNT; i++) {
+            int want = iinput(i, 0);
+            for (int k = 1; k < nr; k++) want = iinput(i, k) > want ? iinput(i, k) : want;
+            if (h[i] != want) { fprintf(stderr, "default streams: rank %d element %zu\n", r, i); failures++; break; }
+        }
+    }
+}
+
 // ---- errors NCCL reports ------------------------------------------------------------------
 static void errors(void)
 {
@@ -388,6 +416,7 @@ int main(void)
     allreduce_double_half();
     other_collectives();
     stream_order();
+    default_streams();
     errors();
 #ifdef __CUEMU__
     if (nr > 1) misuse();
