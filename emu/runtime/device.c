@@ -401,7 +401,7 @@ cudaError_t (cudaDeviceGetStreamPriorityRange)(int *leastPriority, int *greatest
    enabled access to that peer (memory.c's fault check reports the rest). */
 cudaError_t (cudaDeviceCanAccessPeer)(int *canAccessPeer, int device, int peerDevice)
 {
-    RT_ENTER();
+    if (rt_config_error()) return rt_err((cudaError_t)rt_config_error());
     if (!canAccessPeer) return rt_err(cudaErrorInvalidValue);
     if (!rt_dev_valid(device) || !rt_dev_valid(peerDevice)) return rt_err(cudaErrorInvalidDevice);
     *canAccessPeer = device != peerDevice;
