@@ -666,6 +666,8 @@ cudaError_t cudaDriverGetVersion(int *driverVersion);
 cudaError_t cudaRuntimeGetVersion(int *runtimeVersion);
 cudaError_t cudaMemGetInfo(size_t *free, size_t *total);
 cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevice);
+cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags);
+cudaError_t cudaDeviceDisablePeerAccess(int peerDevice);
 
 /* memory */
 cudaError_t cudaMalloc(void **devPtr, size_t size);
@@ -686,6 +688,9 @@ cudaError_t cudaMemset2D(void *devPtr, size_t pitch, int value, size_t width, si
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
                             cudaStream_t stream CUEMU_DV(0));
+cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count);
+cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
+                                size_t count, cudaStream_t stream CUEMU_DV(0));
 cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                          size_t height, enum cudaMemcpyKind kind);
 cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
@@ -798,16 +803,19 @@ void cuemu_site(const char *file, int line);
    -1: cudaStreamPerThread, 1, 2, ...: streams in creation order) and kinds (1 kernel,
    2 copy, 3 set, 4 event record, 5 host function, 6 cudaMallocAsync, 7 cudaFreeAsync,
    8 cudaStreamWaitEvent, 9 cudaMemPrefetchAsync, logged at the call: a prefetch is a hint
-   the emulator carries out at once); returns how many were logged (may exceed max).
+   the emulator carries out at once, 12 an NCCL collective); returns how many were logged
+   (may exceed max).
    The log also holds calls that are not queued, for tests of memory behaviour that right
    answers cannot show: 10 cudaMemAdvise (stream 0: advice is not stream-ordered) and
    11 a host synchronisation (cudaStreamSynchronize: its stream; cudaEventSynchronize and
    cudaDeviceSynchronize: 0). cuemuStreamLogDetail gives each entry's detail in the same order:
    a prefetch's destination (a device ordinal, or -1 = cudaCpuDeviceId for the host), the
    advice (a cudaMemoryAdvise value), the synchronisation (1 stream, 2 event, 3 device); 0 for
-   the rest. */
+   the rest. cuemuStreamLogDevice gives the device each entry's stream belongs to (stream ids
+   0 and -1 are each device's own default streams; CUEMU_DEVICES). */
 int  cuemuStreamLog(long long *stream_ids, int *kinds, int max);
 int  cuemuStreamLogDetail(int *details, int max);
+int  cuemuStreamLogDevice(int *devices, int max);
 void cuemuStreamLogClear(void);
 /* Not CUDA: the streams (created, not destroyed) and events (created, not destroyed) alive
    now, so a test can check that a function gives back what it creates. */
@@ -951,6 +959,8 @@ template <class T> static inline cudaError_t cuemu_mallocFromPoolAsync_at(const 
 /* Queued operations remember where they were issued, for race and stale-read reports. */
 #define cudaMemcpy(...)              (cuemu_site(__FILE__, __LINE__), cudaMemcpy(__VA_ARGS__))
 #define cudaMemcpyAsync(...)         (cuemu_site(__FILE__, __LINE__), cudaMemcpyAsync(__VA_ARGS__))
+#define cudaMemcpyPeer(...)          (cuemu_site(__FILE__, __LINE__), cudaMemcpyPeer(__VA_ARGS__))
+#define cudaMemcpyPeerAsync(...)     (cuemu_site(__FILE__, __LINE__), cudaMemcpyPeerAsync(__VA_ARGS__))
 #define cudaMemcpy2D(...)            (cuemu_site(__FILE__, __LINE__), cudaMemcpy2D(__VA_ARGS__))
 #define cudaMemcpy2DAsync(...)       (cuemu_site(__FILE__, __LINE__), cudaMemcpy2DAsync(__VA_ARGS__))
 #define cudaMemset(...)              (cuemu_site(__FILE__, __LINE__), cudaMemset(__VA_ARGS__))

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * device.c: the one emulated device, its properties and attributes, synchronisation, reset.
+ * device.c: the emulated devices (CUEMU_DEVICES, default 1), their properties and attributes,
+ * the current device of each host thread, peer access, synchronisation, reset.
  *
  * The device reports the limits of an NVIDIA H200 (compute capability 9.0, 132 SMs, 48 KiB
  * of shared memory per block, 227 KiB opt-in, 60 MiB of L2), so a chapter that sizes its
@@ -8,6 +9,7 @@
  * (default 4 GiB). Clocks and bus width are the H200's; timings on the CPU mean nothing.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rt_internal.h"
@@ -43,26 +45,75 @@ size_t cuemu_shared_mem_per_block_optin(void) { return SMEM_PER_BLOCK_OPTIN; }
 static unsigned int device_flags;
 static size_t limits[7] = { 1024, 1048576, 8388608, 2, 2048, 32, 0 };
 
+/* ---- how many devices, and which one is current ----------------------------------------- */
+static int ndev;                    /* 0: CUEMU_DEVICES not read yet */
+static int config_bad;
+static __thread int cur_dev;        /* per host thread, as CUDA keeps it */
+static unsigned char peer_on[RT_MAX_DEVICES][RT_MAX_DEVICES];
+
+static void ndev_parse(void)
+{
+    const char *env = getenv("CUEMU_DEVICES");
+    char *end = NULL;
+    long v = env && *env ? strtol(env, &end, 10) : 1;
+    if (env && *env && (*end != '\0' || v < 1 || v > RT_MAX_DEVICES)) {
+        config_bad = 1;
+        v = 1;
+        cuemu_diag("CUEMU_DEVICES=\"%s\" is not a number of emulated devices from 1 to %d: "
+                   "every CUDA call fails with cudaErrorNoDevice", env, RT_MAX_DEVICES);
+    }
+    ndev = (int)v;
+}
+
+int rt_ndev(void)
+{
+    if (!ndev) ndev_parse();
+    return ndev;
+}
+
+int rt_config_error(void)
+{
+    if (!ndev) ndev_parse();
+    return config_bad ? cudaErrorNoDevice : 0;
+}
+
+int rt_dev_valid(int dev) { return dev >= 0 && dev < rt_ndev(); }
+int rt_cur_dev(void) { return cur_dev; }
+
+int rt_peer_enabled(int dev, int peer)
+{
+    return dev == peer || (rt_dev_valid(dev) && rt_dev_valid(peer) && peer_on[dev][peer]);
+}
+
+void rt_peers_reset(void) { memset(peer_on, 0, sizeof peer_on); }
+
 static cudaError_t check_device(int device)
 {
-    return device == 0 ? cudaSuccess : cudaErrorInvalidDevice;
+    return rt_dev_valid(device) ? cudaSuccess : cudaErrorInvalidDevice;
 }
 
 cudaError_t (cudaGetDeviceCount)(int *count)
 {
     if (!count) return rt_err(cudaErrorInvalidValue);
-    *count = 1;
+    if (rt_config_error()) { *count = 0; return rt_err(cudaErrorNoDevice); }
+    *count = rt_ndev();
     return cudaSuccess;
 }
 
 cudaError_t (cudaGetDevice)(int *device)
 {
     if (!device) return rt_err(cudaErrorInvalidValue);
-    *device = 0;
+    *device = cur_dev;
     return cudaSuccess;
 }
 
-cudaError_t (cudaSetDevice)(int device) { return rt_err(check_device(device)); }
+cudaError_t (cudaSetDevice)(int device)
+{
+    if (rt_config_error()) return rt_err((cudaError_t)rt_config_error());
+    cudaError_t e = check_device(device);
+    if (e == cudaSuccess) cur_dev = device;
+    return rt_err(e);
+}
 
 cudaError_t (cudaInitDevice)(int device, unsigned int deviceFlags, unsigned int flags)
 {
@@ -99,10 +150,14 @@ cudaError_t (cudaChooseDevice)(int *device, const struct cudaDeviceProp *prop)
 cudaError_t (cudaGetDeviceProperties)(struct cudaDeviceProp *p, int device)
 {
     if (!p) return rt_err(cudaErrorInvalidValue);
-    if (device != 0) return rt_err(cudaErrorInvalidDevice);
+    if (!rt_dev_valid(device)) return rt_err(cudaErrorInvalidDevice);
     memset(p, 0, sizeof *p);
     snprintf(p->name, sizeof p->name, "cuemu CPU emulator (NVIDIA H200 limits)");
     memcpy(p->uuid.bytes, "cuemu-emulator-0", 16);
+    p->uuid.bytes[15] = (char)('0' + device);
+    /* each emulated device its own slot on the bus, as GPUs in one host have */
+    p->pciBusID = device;
+    p->isMultiGpuBoard = 0;
     p->totalGlobalMem = rt_device_total();
     p->sharedMemPerBlock = SMEM_PER_BLOCK;
     p->regsPerBlock = 65536;
@@ -181,8 +236,8 @@ cudaError_t (cudaDeviceGetAttribute)(int *value, enum cudaDeviceAttr attr, int d
 {
     struct cudaDeviceProp p;
     if (!value) return rt_err(cudaErrorInvalidValue);
-    if (device != 0) return rt_err(cudaErrorInvalidDevice);
-    (cudaGetDeviceProperties)(&p, 0);
+    if (!rt_dev_valid(device)) return rt_err(cudaErrorInvalidDevice);
+    (cudaGetDeviceProperties)(&p, device);
     int v;
     switch (attr) {
     case cudaDevAttrMaxThreadsPerBlock: v = p.maxThreadsPerBlock; break;
@@ -340,13 +395,40 @@ cudaError_t (cudaDeviceGetStreamPriorityRange)(int *leastPriority, int *greatest
     return cudaSuccess;
 }
 
-/* One device: no peers. */
+/* ---- peer access ---------------------------------------------------------------------------
+   Every emulated device can reach every other one (they are one host's memory), as the GPUs of
+   an NVLink machine can; a kernel may touch another device's memory only once its own device
+   enabled access to that peer (memory.c's fault check reports the rest). */
 cudaError_t (cudaDeviceCanAccessPeer)(int *canAccessPeer, int device, int peerDevice)
 {
+    RT_ENTER();
     if (!canAccessPeer) return rt_err(cudaErrorInvalidValue);
-    if (device != 0 || peerDevice != 0) return rt_err(cudaErrorInvalidDevice);
-    *canAccessPeer = 0;
+    if (!rt_dev_valid(device) || !rt_dev_valid(peerDevice)) return rt_err(cudaErrorInvalidDevice);
+    *canAccessPeer = device != peerDevice;
     return cudaSuccess;
+}
+
+cudaError_t (cudaDeviceEnablePeerAccess)(int peerDevice, unsigned int flags)
+{
+    RT_ENTER();
+    if (!rt_dev_valid(peerDevice) || peerDevice == cur_dev) return rt_err(cudaErrorInvalidDevice);
+    if (flags != 0) return rt_err(cudaErrorInvalidValue);
+    rt_lock();
+    cudaError_t e = peer_on[cur_dev][peerDevice] ? cudaErrorPeerAccessAlreadyEnabled : cudaSuccess;
+    peer_on[cur_dev][peerDevice] = 1;
+    rt_unlock();
+    return rt_err(e);
+}
+
+cudaError_t (cudaDeviceDisablePeerAccess)(int peerDevice)
+{
+    RT_ENTER();
+    if (!rt_dev_valid(peerDevice) || peerDevice == cur_dev) return rt_err(cudaErrorInvalidDevice);
+    rt_lock();
+    cudaError_t e = peer_on[cur_dev][peerDevice] ? cudaSuccess : cudaErrorPeerAccessNotEnabled;
+    peer_on[cur_dev][peerDevice] = 0;
+    rt_unlock();
+    return rt_err(e);
 }
 
 /* The H200's occupancy limits, with what a CPU cannot know (registers, static shared memory)
@@ -408,7 +490,9 @@ cudaError_t (cudaDeviceSynchronize)(void)
 {
     RT_ENTER();
     rt_stream_log_note(0, RT_LOG_SYNC, RT_SYNC_DEVICE);
-    rt_drain_all();
+    /* the current device's work only: another device's is not waited for */
+    if (rt_ndev() > 1) rt_drain_device(cur_dev);
+    else rt_drain_all();
     return rt_sync_point("cudaDeviceSynchronize");
 }
 
@@ -421,6 +505,7 @@ cudaError_t (cudaDeviceReset)(void)
     rt_memory_reset();
     rt_streams_reset();
     rt_funcs_reset();
+    rt_peers_reset();
     device_flags = 0;
     limits[cudaLimitPersistingL2CacheSize] = 0;
     rt_errors_reset();

@@ -61,7 +61,7 @@ void cuemu_set_sticky_error(int e)
     last_error = sticky_error;
 }
 
-int cuemu_sticky_error(void) { return sticky_error; }
+int cuemu_sticky_error(void) { return sticky_error ? sticky_error : rt_config_error(); }
 
 /* cudaDeviceReset's half of the error state. */
 void rt_errors_reset(void)

@@ -41,7 +41,7 @@
 
 static size_t page_size;
 static size_t total_mem;
-static size_t used_mem;
+static size_t used_mem[RT_MAX_DEVICES];   /* per emulated device */
 static unsigned long serial_counter;
 
 size_t rt_page(void)
@@ -94,7 +94,7 @@ size_t rt_device_total(void)
     return total_mem;
 }
 
-size_t rt_device_used(void) { return used_mem; }
+size_t rt_device_used(int dev) { return rt_dev_valid(dev) ? used_mem[dev] : 0; }
 
 size_t rt_granule_round(size_t bytes)
 {
@@ -102,21 +102,23 @@ size_t rt_granule_round(size_t bytes)
     return (bytes + GRANULE - 1) & ~(GRANULE - 1);
 }
 
-cudaError_t rt_account(size_t bytes)
+cudaError_t rt_account(int dev, size_t bytes)
 {
     cudaError_t e = cudaSuccess;
+    if (!rt_dev_valid(dev)) return cudaErrorInvalidDevice;
     rt_lock();
     size_t total = rt_device_total();
-    if (used_mem > total || bytes > total - used_mem) e = cudaErrorMemoryAllocation;
-    else used_mem += bytes;
+    if (used_mem[dev] > total || bytes > total - used_mem[dev]) e = cudaErrorMemoryAllocation;
+    else used_mem[dev] += bytes;
     rt_unlock();
     return e;
 }
 
-void rt_unaccount(size_t bytes)
+void rt_unaccount(int dev, size_t bytes)
 {
+    if (!rt_dev_valid(dev)) return;
     rt_lock();
-    used_mem = bytes > used_mem ? 0 : used_mem - bytes;
+    used_mem[dev] = bytes > used_mem[dev] ? 0 : used_mem[dev] - bytes;
     rt_unlock();
 }
 
@@ -242,6 +244,7 @@ rt_block *rt_block_map(size_t bytes, size_t size, cuemu_mem_kind kind, const cha
     b->data_len = data_len;
     b->capacity = data_len;
     b->kind = kind;
+    b->device = rt_cur_dev();
     rt_block_place(b, size, file, line);
     if (!b->base) { rt_shared_unmap(m, ext_len); free(b); return NULL; }
     return b;
@@ -352,6 +355,45 @@ int rt_dev_suspend(void)
 
 void rt_dev_resume(int depth) { dev_depth = depth; }
 
+void rt_dev_reclose(void)
+{
+    if (ndev_opened) dev_close_all();
+}
+
+/* A kernel on one device touched memory of another: allowed once the kernel's device enabled
+   peer access to it (cudaDeviceEnablePeerAccess), or for pool memory once the pool granted
+   that device access (cudaMemPoolSetAccess, which is what covers pools). Otherwise a GPU
+   stops the kernel with an illegal address; here it is reported and made the sticky error
+   (the kernel runs on, its results are never seen: every later call fails with it). */
+static const char *site_file(const char *f);
+static void peer_check(rt_block *b, const char *addr)
+{
+    const char *kernel, *kfile;
+    int kline, kd = rt_kernel_running(&kernel, &kfile, &kline);
+    if (kd < 0 || b->device == kd || b->peer_reported) return;
+    if (b->pool ? rt_pool_accessible(b->pool, kd) : rt_peer_enabled(kd, b->device)) return;
+    b->peer_reported = 1;
+    if (b->pool)
+        cuemu_diag("kernel %s launched at %s:%d runs on device %d and touched memory of device %d "
+                   "(address %p, byte %lld of the %zu-byte cudaMallocAsync allocation made at "
+                   "%s:%d, from device %d's memory pool) that device %d was given no access to: "
+                   "on a GPU this is an illegal address (cudaErrorIllegalAddress). Pool memory "
+                   "is opened to another device with cudaMemPoolSetAccess (cudaDeviceEnablePeerAccess "
+                   "does not cover memory pools)", kernel, kfile ? kfile : "(unknown file)", kline,
+                   kd, b->device, (const void *)addr, (long long)(addr - b->base), b->size,
+                   site_file(b->file), b->line, b->device, kd);
+    else
+        cuemu_diag("kernel %s launched at %s:%d runs on device %d and touched memory of device %d "
+                   "without peer access (address %p, byte %lld of the %zu-byte allocation made by "
+                   "the cudaMalloc at %s:%d on device %d): on a GPU this is an illegal address "
+                   "(cudaErrorIllegalAddress). Call cudaDeviceEnablePeerAccess(%d, 0) with device %d "
+                   "current before the launch (cudaDeviceCanAccessPeer says whether it can)",
+                   kernel, kfile ? kfile : "(unknown file)", kline, kd, b->device,
+                   (const void *)addr, (long long)(addr - b->base), b->size, site_file(b->file),
+                   b->line, b->device, b->device, kd);
+    cuemu_set_sticky_error(cudaErrorIllegalAddress);
+}
+
 int rt_dev_fault(const void *addr, rt_block **out)
 {
     int r = 0;
@@ -360,6 +402,7 @@ int rt_dev_fault(const void *addr, rt_block **out)
     if (b && closable(b) && !b->dev_open && (const char *)addr >= b->data &&
         (const char *)addr < b->data + b->data_len) {
         if (dev_depth > 0) {
+            if (rt_ndev() > 1) peer_check(b, (const char *)addr);
             r = dev_open_block(b) == 0 ? 1 : 0;
         } else {
             /* reported once; then the access goes on (the sticky error fails the program's
@@ -612,11 +655,11 @@ static cudaError_t device_alloc(void **p, size_t size, cuemu_mem_kind kind, cons
     size_t acc = rt_granule_round(size);
     if (!acc) return cudaErrorMemoryAllocation;
     rt_lock();
-    cudaError_t e = rt_account(acc);
+    cudaError_t e = rt_account(rt_cur_dev(), acc);
     if (e == cudaSuccess) {
         rt_block *b = rt_block_map(size, size, kind, file, line);
         if (!b) {
-            rt_unaccount(acc);
+            rt_unaccount(rt_cur_dev(), acc);
             e = cudaErrorMemoryAllocation;
         } else {
             b->accounted = acc;
@@ -713,7 +756,7 @@ static void release_block(rt_block *b)
     b->acc_list = NULL;
     b->nacc_list = b->cap_acc_list = 0;
     rt_registry_remove(b);
-    rt_unaccount(b->accounted);
+    rt_unaccount(b->device, b->accounted);
     rt_freed_push(b, 1);
 }
 
@@ -897,7 +940,7 @@ cudaError_t (cudaPointerGetAttributes)(struct cudaPointerAttributes *attributes,
     rt_lock();
     rt_block *b = ptr ? rt_registry_find(ptr) : NULL;
     if (b && (const char *)ptr >= b->base && (const char *)ptr < b->base + b->size) {
-        attributes->device = 0;
+        attributes->device = b->kind == CUEMU_MEM_SYMBOL ? rt_cur_dev() : b->device;
         switch (b->kind) {
         case CUEMU_MEM_DEVICE:
         case CUEMU_MEM_SYMBOL:
@@ -977,6 +1020,35 @@ static cudaError_t check_copy(void *dst, size_t dspan, const void *src, size_t s
     return cudaSuccess;
 }
 
+/* The device of the device allocation holding p, or -1. */
+static int block_device(const void *p)
+{
+    rt_lock();
+    rt_block *b = p ? rt_registry_find(p) : NULL;
+    int d = b && b->kind == CUEMU_MEM_DEVICE ? b->device : -1;
+    rt_unlock();
+    return d;
+}
+
+/* dst and src are device memory of two different devices. */
+static int cross_device(const void *dst, const void *src)
+{
+    if (rt_ndev() == 1) return 0;
+    int dd = block_device(dst), sd = block_device(src);
+    return dd >= 0 && sd >= 0 && dd != sd;
+}
+
+/* cudaMemcpyPeer (and a blocking copy between two devices' memory) is "serialized with respect
+   to all pending and future asynchronous work in to the current device, srcDevice, and
+   dstDevice": the work queued on those devices runs first, and the copy then runs at once, so
+   nothing queued later can overtake it. */
+static void peer_serialise(int src_dev, int dst_dev)
+{
+    rt_drain_device(rt_cur_dev());
+    if (src_dev >= 0 && src_dev != rt_cur_dev()) rt_drain_device(src_dev);
+    if (dst_dev >= 0 && dst_dev != rt_cur_dev() && dst_dev != src_dev) rt_drain_device(dst_dev);
+}
+
 /* Queues a (2D) copy on stream, as CUDA's "API synchronization behavior" describes:
    blocking (cudaMemcpy*):
      - pageable host to device: "a stream sync is performed before the copy is initiated. The
@@ -1013,9 +1085,13 @@ static cudaError_t queue_copy(void *dst, size_t dpitch, const void *src, size_t 
     } else if (sl == RT_LOC_HOST) {
         if (blocking) rt_drain_stream(stream);
         if (rt_op_stage(op) != 0) { rt_op_free_ptr(op, NULL); return cudaErrorMemoryAllocation; }
-        now = 0;
+        /* Several devices: the blocking copy is done when it returns. Programs (NVIDIA's
+           simpleP2P among them) read the memory from another device's stream right after it,
+           which nothing else orders; with one device the legacy stream orders it. */
+        now = blocking && rt_ndev() > 1;
     } else {
-        now = blocking && !(dl == RT_LOC_DEVICE && sl == RT_LOC_DEVICE);
+        /* device to device: no host synchronisation, except between two devices (below) */
+        now = blocking && !(dl == RT_LOC_DEVICE && sl == RT_LOC_DEVICE && !cross_device(dst, src));
     }
     return rt_submit(op, stream, now);
 }
@@ -1032,6 +1108,7 @@ static cudaError_t after_blocking(const char *api)
 cudaError_t (cudaMemcpy)(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind)
 {
     RT_ENTER();
+    if (count && cross_device(dst, src)) peer_serialise(block_device(src), block_device(dst));
     cudaError_t e = queue_copy(dst, count, src, count, count, 1, kind, 0, 1, "cudaMemcpy");
     if (e != cudaSuccess) return rt_err(e);
     return after_blocking("cudaMemcpy");
@@ -1043,6 +1120,78 @@ cudaError_t (cudaMemcpyAsync)(void *dst, const void *src, size_t count, enum cud
     RT_ENTER();
     if (!rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
     return rt_err(queue_copy(dst, count, src, count, count, 1, kind, stream, 0, "cudaMemcpyAsync"));
+}
+
+/* ---- copies between devices --------------------------------------------------------------
+   With unified addressing the pointers say where they live; the device numbers a peer copy
+   names are checked against them, and a mismatch is said (the copy still runs, as CUDA's does
+   with unified addressing). */
+static cudaError_t check_peer(void *dst, int dstDevice, const void *src, int srcDevice,
+                              size_t count, const char *api)
+{
+    enum rt_loc dl = RT_LOC_HOST, sl = RT_LOC_HOST;
+    if (!rt_dev_valid(dstDevice) || !rt_dev_valid(srcDevice)) {
+        cuemu_diag("%s: device %d does not exist (%d emulated device%s, CUEMU_DEVICES)", api,
+                   rt_dev_valid(dstDevice) ? srcDevice : dstDevice, rt_ndev(), rt_ndev() == 1 ? "" : "s");
+        return cudaErrorInvalidDevice;
+    }
+    cudaError_t e = rt_classify(dst, count, api, "destination", &dl);
+    if (e == cudaSuccess) e = rt_classify(src, count, api, "source", &sl);
+    if (e != cudaSuccess) return e;
+    const void *ptr[2] = { dst, src };
+    enum rt_loc loc[2] = { dl, sl };
+    int dev[2] = { dstDevice, srcDevice };
+    const char *role[2] = { "destination", "source" };
+    for (int i = 0; i < 2; i++) {
+        if (loc[i] == RT_LOC_HOST) {
+            cuemu_diag("%s: the %s %p is host memory not known to CUDA, not device memory", api,
+                       role[i], ptr[i]);
+            return cudaErrorInvalidValue;
+        }
+        int bd = block_device(ptr[i]);
+        if (bd >= 0 && bd != dev[i]) {
+            cuemu_alloc_info ai;
+            cuemu_alloc_lookup(ptr[i], &ai);
+            cuemu_diag("%s: the %s %p is memory of device %d (allocated at %s:%d), but the call "
+                       "names device %d for it", api, role[i], ptr[i], bd, site_file(ai.file),
+                       ai.line, dev[i]);
+        }
+    }
+    return cudaSuccess;
+}
+
+cudaError_t (cudaMemcpyPeer)(void *dst, int dstDevice, const void *src, int srcDevice, size_t count)
+{
+    RT_ENTER();
+    if (count == 0) return rt_dev_valid(dstDevice) && rt_dev_valid(srcDevice) ? cudaSuccess
+                                                                           : rt_err(cudaErrorInvalidDevice);
+    cudaError_t e = check_peer(dst, dstDevice, src, srcDevice, count, "cudaMemcpyPeer");
+    if (e != cudaSuccess) return rt_err(e);
+    peer_serialise(srcDevice, dstDevice);
+    rt_op *op = rt_op_new(RT_OP_COPY, "cudaMemcpyPeer");
+    if (!op) return rt_err(cudaErrorMemoryAllocation);
+    rt_op_copy(op, dst, count, src, count, count, 1, 0, 1, 1);
+    rt_lock();
+    rt_op_access(op, dst, count, 1);
+    rt_op_access(op, src, count, 0);
+    rt_unlock();
+    e = rt_submit(op, 0, 1);
+    if (e != cudaSuccess) return rt_err(e);
+    return after_blocking("cudaMemcpyPeer");
+}
+
+/* Queued on stream (any device's), ordered like any other work on it. */
+cudaError_t (cudaMemcpyPeerAsync)(void *dst, int dstDevice, const void *src, int srcDevice,
+                                  size_t count, cudaStream_t stream)
+{
+    RT_ENTER();
+    if (!rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
+    if (count == 0) return rt_dev_valid(dstDevice) && rt_dev_valid(srcDevice) ? cudaSuccess
+                                                                           : rt_err(cudaErrorInvalidDevice);
+    cudaError_t e = check_peer(dst, dstDevice, src, srcDevice, count, "cudaMemcpyPeerAsync");
+    if (e != cudaSuccess) return rt_err(e);
+    return rt_err(queue_copy(dst, count, src, count, count, 1, cudaMemcpyDefault, stream, 0,
+                             "cudaMemcpyPeerAsync"));
 }
 
 static cudaError_t check_2d(size_t dpitch, size_t spitch, size_t width, size_t height,
@@ -1294,6 +1443,12 @@ static size_t managed_page_bytes(const rt_block *b, size_t i)
     return (size_t)((hi < e ? hi : e) - (lo > s ? lo : s));
 }
 
+/* A page's location: its type, and for a device its ordinal in the high bits (pages
+   prefetched to two devices are in different places). */
+#define PAGE_LOC(type, id) ((type) == cudaMemLocationTypeDevice ? (type) | ((id) << 4) : (type))
+#define PAGE_TYPE(v)       ((v) & 15)
+#define PAGE_ID(v)         ((v) >> 4)
+
 static void managed_record_prefetch(rt_block *b, const char *p, size_t count, int type, int id)
 {
     size_t first, last, npages;
@@ -1304,18 +1459,18 @@ static void managed_record_prefetch(rt_block *b, const char *p, size_t count, in
     }
     managed_pages(b, p, count, &first, &last);
     for (size_t i = first; i < last && i < npages; i++) {
-        int was_dev = b->pages[i] == cudaMemLocationTypeDevice;
+        int was_dev = PAGE_TYPE(b->pages[i]) == cudaMemLocationTypeDevice;
         int is_dev = type == cudaMemLocationTypeDevice;
         if (is_dev && !was_dev) managed_dev_bytes += managed_page_bytes(b, i);
         if (was_dev && !is_dev) managed_dev_bytes -= managed_page_bytes(b, i);
-        b->pages[i] = (unsigned char)type;
+        b->pages[i] = (unsigned char)PAGE_LOC(type, id);
     }
     if (managed_dev_bytes > managed_dev_peak) managed_dev_peak = managed_dev_bytes;
     b->prefetch_type = type;
     b->prefetch_id = type == cudaMemLocationTypeDevice ? id : 0;
 }
 
-/* The last prefetch location type of every page of [p, p + count), or
+/* The last prefetch location (PAGE_LOC) of every page of [p, p + count), or
    cudaMemLocationTypeInvalid if they differ or were never prefetched. */
 static int managed_last_prefetch(const rt_block *b, const char *p, size_t count)
 {
@@ -1360,7 +1515,7 @@ static void managed_forget(rt_block *b)
         size_t first, npages;
         managed_pages(b, b->base, b->size, &first, &npages);
         for (size_t i = 0; i < npages; i++)
-            if (b->pages[i] == cudaMemLocationTypeDevice)
+            if (PAGE_TYPE(b->pages[i]) == cudaMemLocationTypeDevice)
                 managed_dev_bytes -= managed_page_bytes(b, i);
         free(b->pages);
         b->pages = NULL;
@@ -1381,7 +1536,7 @@ static cudaError_t check_location(struct cudaMemLocation loc)
 {
     switch (loc.type) {
     case cudaMemLocationTypeDevice:
-        return loc.id == 0 ? cudaSuccess : cudaErrorInvalidDevice;
+        return rt_dev_valid(loc.id) ? cudaSuccess : cudaErrorInvalidDevice;
     case cudaMemLocationTypeHost:
     case cudaMemLocationTypeHostNuma:
     case cudaMemLocationTypeHostNumaCurrent:
@@ -1443,7 +1598,8 @@ cudaError_t (cudaMemAdvise)(const void *devPtr, size_t count, enum cudaMemoryAdv
        pages of that part); the other advice per allocation. */
     rt_lock();
     rt_block *b = rt_registry_find(devPtr);
-    int bit = location.type == cudaMemLocationTypeDevice ? 1 : 2;
+    /* accessed-by: bit d for device d, bit RT_MAX_DEVICES for the host */
+    int bit = location.type == cudaMemLocationTypeDevice ? 1 << location.id : 1 << RT_MAX_DEVICES;
     if (b) switch (advice) {
     case cudaMemAdviseSetReadMostly: managed_read_mostly(b, (const char *)devPtr, count, 1); break;
     case cudaMemAdviseUnsetReadMostly: managed_read_mostly(b, (const char *)devPtr, count, 0); break;
@@ -1487,18 +1643,24 @@ cudaError_t (cudaMemRangeGetAttribute)(void *data, size_t dataSize, enum cudaMem
     case cudaMemRangeAttributePreferredLocation: *out = location_as_device(b->pref_type, b->pref_id); break;
     case cudaMemRangeAttributePreferredLocationType: *out = b->pref_type; break;
     case cudaMemRangeAttributePreferredLocationId: *out = b->pref_id; break;
-    case cudaMemRangeAttributeLastPrefetchLocation:
-        *out = location_as_device(managed_last_prefetch(b, (const char *)devPtr, count),
-                                  b->prefetch_id);
+    case cudaMemRangeAttributeLastPrefetchLocation: {
+        int v = managed_last_prefetch(b, (const char *)devPtr, count);
+        *out = location_as_device(PAGE_TYPE(v), PAGE_ID(v));
         break;
+    }
     case cudaMemRangeAttributeLastPrefetchLocationType:
-        *out = managed_last_prefetch(b, (const char *)devPtr, count);
+        *out = PAGE_TYPE(managed_last_prefetch(b, (const char *)devPtr, count));
         break;
-    case cudaMemRangeAttributeLastPrefetchLocationId: *out = b->prefetch_id; break;
+    case cudaMemRangeAttributeLastPrefetchLocationId: {
+        int v = managed_last_prefetch(b, (const char *)devPtr, count);
+        *out = v != cudaMemLocationTypeInvalid ? PAGE_ID(v) : b->prefetch_id;
+        break;
+    }
     case cudaMemRangeAttributeAccessedBy: {
         size_t n = dataSize / sizeof(int), k = 0;
-        if ((b->accessed_by & 1) && k < n) out[k++] = 0;
-        if ((b->accessed_by & 2) && k < n) out[k++] = cudaCpuDeviceId;
+        for (int d = 0; d < RT_MAX_DEVICES; d++)
+            if ((b->accessed_by & (1 << d)) && k < n) out[k++] = d;
+        if ((b->accessed_by & (1 << RT_MAX_DEVICES)) && k < n) out[k++] = cudaCpuDeviceId;
         while (k < n) out[k++] = cudaInvalidDeviceId;
         break;
     }
@@ -1513,8 +1675,9 @@ cudaError_t (cudaMemGetInfo)(size_t *free, size_t *total)
     RT_ENTER();
     if (!free || !total) return rt_err(cudaErrorInvalidValue);
     rt_lock();
+    size_t used = used_mem[rt_cur_dev()];
     *total = rt_device_total();
-    *free = used_mem > *total ? 0 : *total - used_mem;
+    *free = used > *total ? 0 : *total - used;
     rt_unlock();
     return cudaSuccess;
 }
@@ -1538,7 +1701,7 @@ void rt_memory_reset(void)
     }
     ring_next = 0;
     ndev_opened = 0;
-    used_mem = 0;
+    memset(used_mem, 0, sizeof used_mem);
     managed_dev_bytes = managed_dev_peak = 0;
     rt_unlock();
 }

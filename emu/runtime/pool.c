@@ -30,11 +30,14 @@ typedef struct rt_pool {
     int reuse_follow, reuse_opportunistic, reuse_internal;
     rt_block *free_list;
     struct rt_pool *next;
+    int device;                   /* where its memory lives */
+    unsigned access;              /* bit d: device d may use its memory (cudaMemPoolSetAccess) */
 } rt_pool;
 
-static rt_pool default_pool;
-static rt_pool *pools;            /* every pool, the default one included */
-static rt_pool *current_pool;
+/* One default pool per device; each device's current pool starts as its default one. */
+static rt_pool default_pools[RT_MAX_DEVICES];
+static rt_pool *pools;            /* every pool, the default ones included */
+static rt_pool *current_pools[RT_MAX_DEVICES];
 
 static void pool_defaults(rt_pool *p)
 {
@@ -47,14 +50,31 @@ static void pool_defaults(rt_pool *p)
     p->next = keep_next;
 }
 
+static void pool_owned_by(rt_pool *p, int dev)
+{
+    p->device = dev;
+    p->access = 1u << dev;
+}
+
+/* Default pools are made for the devices there are (in reverse, so the list starts with
+   device 0's, the one pool of a single-device run). */
 static void pools_init(void)
 {
-    if (default_pool.magic == POOL_MAGIC) return;
-    pool_defaults(&default_pool);
-    default_pool.is_default = 1;
-    default_pool.next = pools;
-    pools = &default_pool;
-    current_pool = &default_pool;
+    if (default_pools[0].magic == POOL_MAGIC) return;
+    for (int d = rt_ndev() - 1; d >= 0; d--) {
+        rt_pool *p = &default_pools[d];
+        pool_defaults(p);
+        p->is_default = 1;
+        pool_owned_by(p, d);
+        p->next = pools;
+        pools = p;
+        current_pools[d] = p;
+    }
+}
+
+int rt_pool_accessible(const struct rt_pool *p, int dev)
+{
+    return dev >= 0 && dev < RT_MAX_DEVICES && (p->access & (1u << dev));
 }
 
 static rt_pool *pool_get(cudaMemPool_t h)
@@ -68,7 +88,7 @@ static rt_pool *pool_get(cudaMemPool_t h)
 static void release_block(rt_pool *p, rt_block *b)
 {
     p->reserved -= b->accounted;
-    rt_unaccount(b->accounted);
+    rt_unaccount(p->device, b->accounted);
     rt_freed_push(b, 1);
 }
 
@@ -156,17 +176,19 @@ static cudaError_t pool_alloc(rt_pool *p, void **out, size_t size, const char *f
         if (!best->base) { release_block(p, best); return cudaErrorMemoryAllocation; }
     } else {
         if (p->max_size && p->reserved + acc > p->max_size) return cudaErrorMemoryAllocation;
-        cudaError_t e = rt_account(acc);
+        cudaError_t e = rt_account(p->device, acc);
         if (e != cudaSuccess) {
-            /* Out of device memory: what the pools keep unused is given back first. */
-            for (rt_pool *q = pools; q; q = q->next) pool_trim(q, 0);
-            e = rt_account(acc);
+            /* Out of device memory: what the device's pools keep unused is given back first. */
+            for (rt_pool *q = pools; q; q = q->next)
+                if (q->device == p->device) pool_trim(q, 0);
+            e = rt_account(p->device, acc);
             if (e != cudaSuccess) return e;
         }
         best = rt_block_map(acc, size, CUEMU_MEM_DEVICE, file, line);
-        if (!best) { rt_unaccount(acc); return cudaErrorMemoryAllocation; }
+        if (!best) { rt_unaccount(p->device, acc); return cudaErrorMemoryAllocation; }
         best->accounted = acc;
         best->pool = p;
+        best->device = p->device;
         p->reserved += acc;
         if (p->reserved > p->reserved_high) p->reserved_high = p->reserved;
     }
@@ -197,7 +219,9 @@ cudaError_t cuemu_mallocAsync_at(const char *file, int line, void **devPtr, size
     if (!rt_stream_valid(hStream)) return rt_err(cudaErrorInvalidResourceHandle);
     rt_lock();
     pools_init();
-    cudaError_t e = pool_alloc(current_pool, devPtr, size, file, line, hStream);
+    /* the current pool of the stream's device */
+    cudaError_t e = pool_alloc(current_pools[rt_stream_device(hStream)], devPtr, size, file, line,
+                               hStream);
     rt_unlock();
     if (e == cudaSuccess) e = rt_submit(rt_op_new(RT_OP_ALLOC, "cudaMallocAsync"), hStream, 0);
     return rt_err(e);
@@ -261,10 +285,10 @@ cudaError_t (cudaDeviceGetDefaultMemPool)(cudaMemPool_t *memPool, int device)
 {
     RT_ENTER();
     if (!memPool) return rt_err(cudaErrorInvalidValue);
-    if (device != 0) return rt_err(cudaErrorInvalidDevice);
+    if (!rt_dev_valid(device)) return rt_err(cudaErrorInvalidDevice);
     rt_lock();
     pools_init();
-    *memPool = (cudaMemPool_t)&default_pool;
+    *memPool = (cudaMemPool_t)&default_pools[device];
     rt_unlock();
     return cudaSuccess;
 }
@@ -273,10 +297,10 @@ cudaError_t (cudaDeviceGetMemPool)(cudaMemPool_t *memPool, int device)
 {
     RT_ENTER();
     if (!memPool) return rt_err(cudaErrorInvalidValue);
-    if (device != 0) return rt_err(cudaErrorInvalidDevice);
+    if (!rt_dev_valid(device)) return rt_err(cudaErrorInvalidDevice);
     rt_lock();
     pools_init();
-    *memPool = (cudaMemPool_t)current_pool;
+    *memPool = (cudaMemPool_t)current_pools[device];
     rt_unlock();
     return cudaSuccess;
 }
@@ -284,12 +308,14 @@ cudaError_t (cudaDeviceGetMemPool)(cudaMemPool_t *memPool, int device)
 cudaError_t (cudaDeviceSetMemPool)(int device, cudaMemPool_t memPool)
 {
     RT_ENTER();
-    if (device != 0) return rt_err(cudaErrorInvalidDevice);
+    if (!rt_dev_valid(device)) return rt_err(cudaErrorInvalidDevice);
     rt_lock();
     rt_pool *p = pool_get(memPool);
-    if (p) current_pool = p;
+    /* a pool serves the device its memory is on */
+    int ok = p && p->device == device;
+    if (ok) current_pools[device] = p;
     rt_unlock();
-    return p ? cudaSuccess : rt_err(cudaErrorInvalidValue);
+    return ok ? cudaSuccess : rt_err(cudaErrorInvalidValue);
 }
 
 cudaError_t (cudaMemPoolCreate)(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps)
@@ -299,12 +325,13 @@ cudaError_t (cudaMemPoolCreate)(cudaMemPool_t *memPool, const struct cudaMemPool
     if (poolProps->allocType != cudaMemAllocationTypePinned) return rt_err(cudaErrorInvalidValue);
     if (poolProps->location.type != cudaMemLocationTypeDevice) return rt_err(cudaErrorInvalidValue);
     /* a device that does not exist: cudaErrorInvalidValue on an H200 (measured 2026-11-30) */
-    if (poolProps->location.id != 0) return rt_err(cudaErrorInvalidValue);
+    if (!rt_dev_valid(poolProps->location.id)) return rt_err(cudaErrorInvalidValue);
     if ((unsigned)poolProps->handleTypes & ~(unsigned)cudaMemHandleTypePosixFileDescriptor)
         return rt_err(cudaErrorNotSupported);
     rt_pool *p = (rt_pool *)calloc(1, sizeof *p);
     if (!p) return rt_err(cudaErrorMemoryAllocation);
     pool_defaults(p);
+    pool_owned_by(p, poolProps->location.id);
     p->max_size = poolProps->maxSize;
     rt_lock();
     pools_init();
@@ -321,7 +348,7 @@ cudaError_t (cudaMemPoolDestroy)(cudaMemPool_t memPool)
     rt_lock();
     rt_pool *p = pool_get(memPool);
     if (!p || p->is_default) { rt_unlock(); return rt_err(cudaErrorInvalidValue); }
-    if (current_pool == p) current_pool = &default_pool;
+    if (current_pools[p->device] == p) current_pools[p->device] = &default_pools[p->device];
     /* Allocations still out are released when they are freed, as CUDA defers it too. */
     p->destroyed = 1;
     pool_trim(p, 0);
@@ -389,7 +416,9 @@ cudaError_t (cudaMemPoolGetAttribute)(cudaMemPool_t memPool, enum cudaMemPoolAtt
     return rt_err(e);
 }
 
-/* One device: it always has read-write access to its own pools. */
+/* The owning device always has read-write access to its pool; another device gets it here
+   (read-write, or none again), and not from cudaDeviceEnablePeerAccess. The list is checked
+   whole before any of it is applied. */
 cudaError_t (cudaMemPoolSetAccess)(cudaMemPool_t memPool, const struct cudaMemAccessDesc *descList,
                                    size_t count)
 {
@@ -399,10 +428,20 @@ cudaError_t (cudaMemPoolSetAccess)(cudaMemPool_t memPool, const struct cudaMemAc
     rt_unlock();
     if (!p || (count && !descList)) return rt_err(cudaErrorInvalidValue);
     for (size_t i = 0; i < count; i++) {
+        int id = descList[i].location.id;
         if (descList[i].location.type != cudaMemLocationTypeDevice) return rt_err(cudaErrorInvalidValue);
-        if (descList[i].location.id != 0) return rt_err(cudaErrorInvalidDevice);
-        if (descList[i].flags != cudaMemAccessFlagsProtReadWrite) return rt_err(cudaErrorInvalidValue);
+        if (!rt_dev_valid(id)) return rt_err(cudaErrorInvalidDevice);
+        if (descList[i].flags != cudaMemAccessFlagsProtReadWrite &&
+            (id == p->device || descList[i].flags != cudaMemAccessFlagsProtNone))
+            return rt_err(cudaErrorInvalidValue);
     }
+    rt_lock();
+    for (size_t i = 0; i < count; i++) {
+        unsigned bit = 1u << descList[i].location.id;
+        if (descList[i].flags == cudaMemAccessFlagsProtReadWrite) p->access |= bit;
+        else p->access &= ~bit;
+    }
+    rt_unlock();
     return cudaSuccess;
 }
 
@@ -415,8 +454,9 @@ cudaError_t (cudaMemPoolGetAccess)(enum cudaMemAccessFlags *flags, cudaMemPool_t
     rt_unlock();
     if (!p || !flags || !location) return rt_err(cudaErrorInvalidValue);
     if (location->type != cudaMemLocationTypeDevice) return rt_err(cudaErrorInvalidValue);
-    if (location->id != 0) return rt_err(cudaErrorInvalidDevice);
-    *flags = cudaMemAccessFlagsProtReadWrite;
+    if (!rt_dev_valid(location->id)) return rt_err(cudaErrorInvalidDevice);
+    *flags = rt_pool_accessible(p, location->id) ? cudaMemAccessFlagsProtReadWrite
+                                                 : cudaMemAccessFlagsProtNone;
     return cudaSuccess;
 }
 
@@ -436,10 +476,12 @@ void rt_pools_reset(void)
         if (!p->is_default) { p->magic = 0; free(p); }
         p = next;
     }
-    default_pool.next = NULL;
-    pool_defaults(&default_pool);
-    default_pool.is_default = 1;
-    pools = &default_pool;
-    current_pool = &default_pool;
+    pools = NULL;
+    for (int d = 0; d < RT_MAX_DEVICES; d++) {
+        default_pools[d].free_list = NULL;
+        default_pools[d].next = NULL;
+        default_pools[d].magic = 0;
+    }
+    pools_init();
     rt_unlock();
 }

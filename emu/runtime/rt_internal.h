@@ -31,6 +31,20 @@ cudaError_t rt_err(cudaError_t e);   /* records e (if not success) as last error
         if (rt_sticky_) return rt_err((cudaError_t)rt_sticky_);      \
     } while (0)
 
+/* ---- devices (device.c) ------------------------------------------------------------------ */
+/* CUEMU_DEVICES=N emulated devices (1..RT_MAX_DEVICES, default 1), read at the first call
+   that needs it. Each has its own memory accounting, default streams, pools and peer-access
+   state; they share one host, one registry and one queue of work. */
+#define RT_MAX_DEVICES 8
+int  rt_ndev(void);
+/* cudaErrorNoDevice (reported once) when CUEMU_DEVICES is not a count from 1 to 8, else 0:
+   cuemu_sticky_error() returns it, so every call that needs a device fails with it. */
+int  rt_config_error(void);
+int  rt_cur_dev(void);                 /* this host thread's current device */
+int  rt_dev_valid(int dev);
+int  rt_peer_enabled(int dev, int peer);   /* cudaDeviceEnablePeerAccess(peer) made on dev */
+void rt_peers_reset(void);
+
 /* ---- allocations --------------------------------------------------------------------- */
 typedef struct rt_block rt_block;
 struct rt_pool;
@@ -72,14 +86,17 @@ struct rt_block {
     int            dev_open, dev_dirty, dev_exposed;
     const char    *free_q_file; /* a cudaFreeAsync of it is queued (not run yet): its call site */
     int            free_q_line, free_queued;
+    int            device;      /* the device it was allocated on (current at the call, or
+                                   its pool's); pinned memory: the device current then */
+    int            peer_reported;   /* a kernel of another device touched it (said once) */
 };
 
 size_t    rt_page(void);
-size_t    rt_device_total(void);
-size_t    rt_device_used(void);
-/* Count bytes against the emulated device memory; cudaErrorMemoryAllocation if they do not fit. */
-cudaError_t rt_account(size_t bytes);
-void      rt_unaccount(size_t bytes);
+size_t    rt_device_total(void);          /* each device's memory (CUEMU_DEVICE_MEMORY) */
+size_t    rt_device_used(int dev);
+/* Count bytes against device dev's memory; cudaErrorMemoryAllocation if they do not fit. */
+cudaError_t rt_account(int dev, size_t bytes);
+void      rt_unaccount(int dev, size_t bytes);
 size_t    rt_granule_round(size_t bytes);   /* 0 on overflow */
 
 /* Map a guarded block of `bytes` capacity and place `size` bytes of it against the back
@@ -127,6 +144,9 @@ void      rt_dev_resume(int depth);
 int       rt_dev_fault(const void *addr, rt_block **out);
 /* Install the runtime's SIGSEGV handler (stream.c) if it is not installed. */
 void      rt_segv_install(void);
+/* Several devices: closes every block device work opened, so that the next kernel's first
+   touch of each block faults and its device's right to that memory is checked. */
+void      rt_dev_reclose(void);
 
 /* ---- pools ----------------------------------------------------------------------------- */
 /* cudaFree / cudaFreeAsync of a pool block: back into its pool's reserve. */
@@ -136,8 +156,24 @@ rt_block *rt_pool_find_free(const void *p);
 void      rt_pools_release_to_threshold(void);
 void      rt_pools_reset(void);
 
+/* Device dev may reach pool memory (cudaMemPoolSetAccess; the owner always may). */
+int       rt_pool_accessible(const struct rt_pool *p, int dev);
+
 /* ---- streams, functions ---------------------------------------------------------------- */
 int       rt_stream_valid(cudaStream_t s);
+/* The device a stream belongs to (0, cudaStreamLegacy, cudaStreamPerThread: the current one). */
+int       rt_stream_device(cudaStream_t s);
+/* The device of the kernel running now, and its name and launch site; -1 when none runs. */
+int       rt_kernel_running(const char **kernel, const char **file, int *line);
+/* Runs the work queued so far on every stream of device dev (cudaDeviceSynchronize). */
+void      rt_drain_device(int dev);
+/* A queued operation that runs fn(arg) as device work (device memory open), and then
+   release(arg) when it is freed; for NCCL's collectives (nccl.c). */
+struct rt_op *rt_op_devfn(const char *api, void (*fn)(void *), void *arg, void (*release)(void *));
+/* op also waits for dep (which must be queued already); the queue keeps it acyclic. */
+void      rt_op_depend(struct rt_op *op, struct rt_op *dep);
+/* The latest operation queued on stream, or NULL (for an operation that must wait for it). */
+struct rt_op *rt_stream_last(cudaStream_t s);
 void      rt_streams_reset(void);
 void      rt_funcs_reset(void);
 void      rt_errors_reset(void);
@@ -153,7 +189,8 @@ size_t    cuemu_shared_mem_per_block(void);
 enum rt_op_kind { RT_OP_KERNEL = 1, RT_OP_COPY, RT_OP_SET, RT_OP_EVENT, RT_OP_HOSTFN,
                   RT_OP_ALLOC, RT_OP_FREE, RT_OP_WAIT,
                   RT_LOG_PREFETCH = 9 /* logged only: a prefetch runs at the call (a hint) */,
-                  RT_LOG_ADVICE = 10, RT_LOG_SYNC = 11 };
+                  RT_LOG_ADVICE = 10, RT_LOG_SYNC = 11,
+                  RT_OP_DEVFN = 12 /* runtime code run as device work (NCCL collectives) */ };
 enum { RT_SYNC_STREAM = 1, RT_SYNC_EVENT = 2, RT_SYNC_DEVICE = 3 };
 /* Note in the stream log (cuemuStreamLog) a call that is not queued, with its stream and
    detail (cuemuStreamLogDetail). */

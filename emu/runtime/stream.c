@@ -62,6 +62,7 @@ struct CUstream_st {
     rt_op *head, *tail;         /* its pending operations, in order                     */
     long pending;
     struct CUstream_st *next;
+    int device;                 /* the device current when it was made (implicit: its own) */
 };
 
 struct CUevent_st {
@@ -71,6 +72,7 @@ struct CUevent_st {
     struct timespec when;
     rt_op *op;                  /* the latest record, while it may still be pending      */
     struct CUevent_st *next;
+    int device;                 /* the device current when it was made                   */
 };
 
 /* watch: in a race that waits for the kernels to show whether they write (see suspects);
@@ -101,12 +103,28 @@ struct rt_op {
     cudaStreamCallback_t cb;
     void *user;
     void *ptr;
+    void (*devfn)(void *), (*release)(void *);   /* RT_OP_DEVFN */
 };
 
 static struct CUstream_st *streams;     /* created streams, destroyed ones with work too */
 static struct CUevent_st *events;
-static struct CUstream_st legacy_stream = { STREAM_MAGIC, 0, 0, 0, 0, NULL, NULL, NULL, 0, NULL };
-static struct CUstream_st perthread_stream = { STREAM_MAGIC, 0, 0, -1, 0, NULL, NULL, NULL, 0, NULL };
+/* Each device has its own legacy default stream and per-thread stream (ids 0 and -1 on every
+   device); 0, cudaStreamLegacy and cudaStreamPerThread name those of the current device. */
+static struct CUstream_st legacy_streams[RT_MAX_DEVICES], perthread_streams[RT_MAX_DEVICES];
+static int implicit_ready;
+static rt_op *running_kernel;       /* the kernel op_run is running, for the peer check */
+
+static void implicit_init(void)
+{
+    if (implicit_ready) return;
+    for (int d = 0; d < RT_MAX_DEVICES; d++) {
+        legacy_streams[d].magic = perthread_streams[d].magic = STREAM_MAGIC;
+        legacy_streams[d].id = 0;
+        perthread_streams[d].id = -1;
+        legacy_streams[d].device = perthread_streams[d].device = d;
+    }
+    implicit_ready = 1;
+}
 static long long stream_ids;
 static rt_op *all_head, *all_tail;
 static long npending;
@@ -118,6 +136,7 @@ static __thread int site_line;
 /* ---- the stream log (cuemuStreamLog) ----------------------------------------------------- */
 static long long log_ids[LOG_CAP];
 static int log_kinds[LOG_CAP], log_details[LOG_CAP];
+static signed char log_devs[LOG_CAP];
 static int log_n;
 
 int cuemuStreamLog(long long *stream_ids, int *kinds, int max)
@@ -148,11 +167,22 @@ void rt_stream_log_note(cudaStream_t stream, int kind, int detail)
     rt_lock();
     if (log_n < LOG_CAP) {
         log_ids[log_n] = resolve(stream)->id;
+        log_devs[log_n] = (signed char)resolve(stream)->device;
         log_kinds[log_n] = kind;
         log_details[log_n] = detail;
     }
     log_n++;
     rt_unlock();
+}
+
+int cuemuStreamLogDevice(int *devices, int max)
+{
+    rt_lock();
+    int n = log_n;
+    for (int i = 0; i < n && i < max && i < LOG_CAP; i++)
+        if (devices) devices[i] = log_devs[i];
+    rt_unlock();
+    return n;
 }
 
 void cuemuStreamLogClear(void)
@@ -334,12 +364,28 @@ int rt_stream_valid(cudaStream_t s)
 
 static struct CUstream_st *resolve(cudaStream_t s)
 {
-    if (s == 0 || s == cudaStreamLegacy) return &legacy_stream;
-    if (s == cudaStreamPerThread) return &perthread_stream;
+    implicit_init();
+    if (s == 0 || s == cudaStreamLegacy) return &legacy_streams[rt_cur_dev()];
+    if (s == cudaStreamPerThread) return &perthread_streams[rt_cur_dev()];
     return s;
 }
 
-static int is_legacy(const struct CUstream_st *s) { return s == &legacy_stream; }
+static int is_legacy(const struct CUstream_st *s)
+{
+    return s >= legacy_streams && s < legacy_streams + RT_MAX_DEVICES;
+}
+static int is_perthread(const struct CUstream_st *s)
+{
+    return s >= perthread_streams && s < perthread_streams + RT_MAX_DEVICES;
+}
+
+int rt_stream_device(cudaStream_t s)
+{
+    rt_lock();
+    int d = resolve(s)->device;
+    rt_unlock();
+    return d;
+}
 static int is_blocking(const struct CUstream_st *s)
 {
     return !is_legacy(s) && !(s->flags & cudaStreamNonBlocking);
@@ -349,16 +395,25 @@ static int is_blocking(const struct CUstream_st *s)
 static int all_streams(struct CUstream_st **out, int max)
 {
     int n = 0;
-    out[n++] = &legacy_stream;
-    out[n++] = &perthread_stream;
+    implicit_init();
+    for (int d = 0; d < rt_ndev(); d++) {
+        out[n++] = &legacy_streams[d];
+        out[n++] = &perthread_streams[d];
+    }
     for (struct CUstream_st *p = streams; p && n < max; p = p->next) out[n++] = p;
     return n;
 }
 
 static const char *stream_name(const struct CUstream_st *s, char *buf, size_t n)
 {
+    if (rt_ndev() > 1) {
+        if (is_legacy(s)) snprintf(buf, n, "the default stream 0 of device %d", s->device);
+        else if (is_perthread(s)) snprintf(buf, n, "cudaStreamPerThread of device %d", s->device);
+        else snprintf(buf, n, "stream %lld (device %d)", s->id, s->device);
+        return buf;
+    }
     if (is_legacy(s)) return "the default stream 0";
-    if (s == &perthread_stream) return "cudaStreamPerThread";
+    if (is_perthread(s)) return "cudaStreamPerThread";
     snprintf(buf, n, "stream %lld", s->id);
     return buf;
 }
@@ -435,6 +490,7 @@ static void op_release(rt_op *op)
 {
     if (op->kind == RT_OP_KERNEL && op->desc.ctx_free && op->desc.ctx) op->desc.ctx_free(op->desc.ctx);
     op->desc.ctx = NULL;
+    if (op->kind == RT_OP_DEVFN && op->release) op->release(op->user);
     free(op->staged);
     op->staged = NULL;
     free(op->deps);
@@ -807,7 +863,12 @@ static void op_run(rt_op *op)
                     rt_registry_find(op->acc[i].lo) == op->acc[i].b &&   /* not freed since */
                     (snap[i] = (unsigned char *)malloc(op->acc[i].b->size ? op->acc[i].b->size : 1)))
                     memcpy(snap[i], op->acc[i].b->base, op->acc[i].b->size);
+            /* several devices: the kernel's first touch of each block is checked against
+               its device's peer access (memory.c) */
+            if (rt_ndev() > 1) rt_dev_reclose();
+            running_kernel = op;
             int e = cuemu_launch_run(&op->desc);
+            running_kernel = NULL;
             for (int i = 0; i < op->nacc; i++)
                 if (snap[i]) {
                     op->acc[i].wrote = memcmp(snap[i], op->acc[i].b->base, op->acc[i].b->size) != 0;
@@ -859,6 +920,9 @@ static void op_run(rt_op *op)
         rt_free_site(op->file, op->line);
         rt_free_device_now(op->ptr, "cudaFreeAsync");
         break;
+    case RT_OP_DEVFN:
+        if (!sticky && op->devfn) op->devfn(op->user);
+        break;
     default:
         break;
     }
@@ -892,7 +956,7 @@ static void gc(void)
     }
     all_head = all_tail = NULL;
     for (struct CUevent_st *e = events; e; e = e->next) e->op = NULL;
-    legacy_stream.last = perthread_stream.last = NULL;
+    for (int d = 0; d < RT_MAX_DEVICES; d++) legacy_streams[d].last = perthread_streams[d].last = NULL;
     for (struct CUstream_st **l = &streams; *l;) {
         struct CUstream_st *s = *l;
         s->last = NULL;
@@ -1012,6 +1076,49 @@ void rt_drain_stream(cudaStream_t stream)
     rt_unlock();
 }
 
+void rt_drain_device(int dev)
+{
+    rt_lock();
+    struct CUstream_st *ss[1024];
+    rt_op *t[1024];
+    int ns = all_streams(ss, 1024), nt = 0;
+    for (int i = 0; i < ns; i++)
+        if (ss[i]->device == dev) t[nt++] = ss[i]->last;
+    run_closure(t, nt, -1);
+    rt_unlock();
+}
+
+int rt_kernel_running(const char **kernel, const char **file, int *line)
+{
+    const rt_op *op = running_kernel;
+    if (!op) return -1;
+    *kernel = op->desc.kernel;
+    *file = op->desc.file;
+    *line = op->desc.line;
+    return op->stream->device;
+}
+
+rt_op *rt_op_devfn(const char *api, void (*fn)(void *), void *arg, void (*release)(void *))
+{
+    rt_op *op = rt_op_new(RT_OP_DEVFN, api);
+    if (!op) return NULL;
+    op->devfn = fn;
+    op->user = arg;
+    op->release = release;
+    return op;
+}
+
+void rt_op_depend(rt_op *op, rt_op *dep) { add_dep(op, dep); }
+
+rt_op *rt_stream_last(cudaStream_t s)
+{
+    rt_lock();
+    rt_op *op = resolve(s)->last;
+    if (op && op->done) op = NULL;
+    rt_unlock();
+    return op;
+}
+
 void rt_drain_all(void)
 {
     rt_lock();
@@ -1032,13 +1139,14 @@ cudaError_t rt_submit(rt_op *op, cudaStream_t stream, int run_now)
     op->stream = s;
     op->serial = ++op_serial;
     op->prev = s->last && !s->last->done ? s->last : NULL;
+    /* the legacy stream's rule holds within one device */
     if (is_legacy(s)) {
         struct CUstream_st *ss[1024];
         int ns = all_streams(ss, 1024);
         for (int i = 0; i < ns; i++)
-            if (is_blocking(ss[i])) add_dep(op, ss[i]->last);
+            if (is_blocking(ss[i]) && ss[i]->device == s->device) add_dep(op, ss[i]->last);
     } else if (is_blocking(s)) {
-        add_dep(op, legacy_stream.last);
+        add_dep(op, legacy_streams[s->device].last);
     }
     if (op->kind == RT_OP_WAIT && op->event && op->event->op) add_dep(op, op->event->op);
     int raced = race_mode ? race_check(op) : 0;
@@ -1052,6 +1160,7 @@ cudaError_t rt_submit(rt_op *op, cudaStream_t stream, int run_now)
     acc_count(op, +1);
     if (log_n < LOG_CAP) {
         log_ids[log_n] = s->id;
+        log_devs[log_n] = (signed char)s->device;
         log_kinds[log_n] = op->kind;
         log_details[log_n] = 0;
     }
@@ -1067,6 +1176,23 @@ cudaError_t rt_submit(rt_op *op, cudaStream_t stream, int run_now)
 
 void cuemu_stream_enqueue(const cuemu_launch_desc *d)
 {
+    /* "A kernel launch will fail if it is issued to a stream that is not associated to the
+       current device" (the programming guide's multi-device stream and event behaviour) */
+    if (rt_ndev() > 1 && rt_stream_valid((cudaStream_t)d->stream) &&
+        rt_stream_device((cudaStream_t)d->stream) != rt_cur_dev()) {
+        char sn[64];
+        rt_lock();
+        const char *name = stream_name(resolve((cudaStream_t)d->stream), sn, sizeof sn);
+        rt_unlock();
+        cuemu_diag("kernel %s launched at %s:%d on %s while device %d is current: a kernel runs "
+                   "on the current device, and a stream of another device is an invalid handle "
+                   "there (cudaSetDevice(%d) before the launch)", d->kernel,
+                   d->file ? d->file : "(unknown file)", d->line, name, rt_cur_dev(),
+                   rt_stream_device((cudaStream_t)d->stream));
+        if (d->ctx_free) d->ctx_free(d->ctx);
+        cuemu_set_last_error(cudaErrorInvalidResourceHandle);
+        return;
+    }
     rt_op *op = rt_op_new(RT_OP_KERNEL, "kernel launch");
     if (!op) {
         if (d->ctx_free) d->ctx_free(d->ctx);
@@ -1100,9 +1226,11 @@ void rt_queue_reset(void)
     }
     all_head = all_tail = NULL;
     npending = 0;
-    legacy_stream.last = legacy_stream.head = legacy_stream.tail = NULL;
-    perthread_stream.last = perthread_stream.head = perthread_stream.tail = NULL;
-    legacy_stream.pending = perthread_stream.pending = 0;
+    for (int d = 0; d < RT_MAX_DEVICES; d++) {
+        legacy_streams[d].last = legacy_streams[d].head = legacy_streams[d].tail = NULL;
+        perthread_streams[d].last = perthread_streams[d].head = perthread_streams[d].tail = NULL;
+        legacy_streams[d].pending = perthread_streams[d].pending = 0;
+    }
     for (struct CUstream_st *s = streams; s; s = s->next) { s->last = s->head = s->tail = NULL; s->pending = 0; }
     for (struct CUevent_st *e = events; e; e = e->next) e->op = NULL;
     rt_registry_clear_accesses();
@@ -1121,6 +1249,7 @@ cudaError_t (cudaStreamCreateWithPriority)(cudaStream_t *pStream, unsigned int f
     s->priority = priority > 0 ? 0 : priority < -5 ? -5 : priority;
     rt_lock();
     s->id = ++stream_ids;
+    s->device = rt_cur_dev();
     s->next = streams;
     streams = s;
     rt_unlock();
@@ -1265,6 +1394,7 @@ cudaError_t (cudaEventCreateWithFlags)(cudaEvent_t *event, unsigned int flags)
     if (!e) return rt_err(cudaErrorMemoryAllocation);
     e->magic = EVENT_MAGIC;
     e->flags = flags;
+    e->device = rt_cur_dev();
     rt_lock();
     e->next = events;
     events = e;
@@ -1279,6 +1409,14 @@ cudaError_t (cudaEventRecord)(cudaEvent_t event, cudaStream_t stream)
 {
     RT_ENTER();
     if (!event_valid(event) || !rt_stream_valid(stream)) return rt_err(cudaErrorInvalidResourceHandle);
+    /* "cudaEventRecord() will fail if the input event and input stream are associated to
+       different devices" (the programming guide's multi-device stream and event behaviour) */
+    if (event->device != rt_stream_device(stream)) {
+        cuemu_diag("cudaEventRecord: the event was made on device %d and the stream belongs to "
+                   "device %d: an event is recorded on a stream of its own device",
+                   event->device, rt_stream_device(stream));
+        return rt_err(cudaErrorInvalidResourceHandle);
+    }
     rt_op *op = rt_op_new(RT_OP_EVENT, "cudaEventRecord");
     if (!op) return rt_err(cudaErrorMemoryAllocation);
     op->event = event;
@@ -1322,6 +1460,7 @@ cudaError_t (cudaEventElapsedTime)(float *ms, cudaEvent_t start, cudaEvent_t end
     /* What CUDA answers for an event made without timing or never recorded. */
     if ((start->flags | end->flags) & cudaEventDisableTiming) return rt_err(cudaErrorInvalidResourceHandle);
     if (!start->recorded || !end->recorded) return rt_err(cudaErrorInvalidResourceHandle);
+    if (start->device != end->device) return rt_err(cudaErrorInvalidResourceHandle);
     if ((start->op && !start->op->done) || (end->op && !end->op->done)) return rt_err(cudaErrorNotReady);
     double d = (double)(end->when.tv_sec - start->when.tv_sec) * 1e3 +
                (double)(end->when.tv_nsec - start->when.tv_nsec) / 1e6;

@@ -114,6 +114,10 @@ static void signatures(void)
     SIG(cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,
         cudaError_t (*)(int *, const void *, int, size_t, unsigned int));
     SIG(cudaDeviceCanAccessPeer, cudaError_t (*)(int *, int, int));
+    SIG(cudaDeviceEnablePeerAccess, cudaError_t (*)(int, unsigned int));
+    SIG(cudaDeviceDisablePeerAccess, cudaError_t (*)(int));
+    SIG(cudaMemcpyPeer, cudaError_t (*)(void *, int, const void *, int, size_t));
+    SIG(cudaMemcpyPeerAsync, cudaError_t (*)(void *, int, const void *, int, size_t, cudaStream_t));
     SIG(cudaMemRangeGetAttribute, cudaError_t (*)(void *, size_t, enum cudaMemRangeAttribute, const void *, size_t));
 }
 
@@ -123,6 +127,7 @@ static_assert(cudaErrorInvalidPitchValue == 12 && cudaErrorInvalidSymbol == 13, 
 static_assert(cudaErrorInvalidMemcpyDirection == 21 && cudaErrorInsufficientDriver == 35, "errors");
 static_assert(cudaErrorNoDevice == 100 && cudaErrorInvalidDevice == 101, "errors");
 static_assert(cudaErrorInvalidResourceHandle == 400 && cudaErrorNotReady == 600, "errors");
+static_assert(cudaErrorPeerAccessAlreadyEnabled == 704 && cudaErrorPeerAccessNotEnabled == 705, "errors");
 static_assert(cudaErrorIllegalAddress == 700 && cudaErrorLaunchFailure == 719, "errors");
 static_assert(cudaErrorHostMemoryAlreadyRegistered == 712 && cudaErrorHostMemoryNotRegistered == 713, "errors");
 static_assert(cudaMemcpyHostToHost == 0 && cudaMemcpyHostToDevice == 1 && cudaMemcpyDeviceToHost == 2 &&

@@ -106,9 +106,10 @@ UNSUPPORTED = {
     "--device-link": "there is no device code to link",
 }
 # Libraries the emulator provides itself (in libcuemu.a) or that have no meaning without a GPU.
-BUILTIN_LIBS = {"cudart", "cudart_static", "cublas", "cublas_static", "cublasLt", "cudadevrt"}
+BUILTIN_LIBS = {"cudart", "cudart_static", "cublas", "cublas_static", "cublasLt", "cudadevrt",
+                "nccl", "nccl_static"}
 MISSING_LIBS = {"cuda", "curand", "curand_static", "cufft", "cufft_static", "cusparse",
-                "cusolver", "nvrtc", "nvToolsExt", "nvtx3", "cudnn", "nccl", "nvjpeg", "npp"}
+                "cusolver", "nvrtc", "nvToolsExt", "nvtx3", "cudnn", "nvjpeg", "npp"}
 
 SUFFIX_LANG = {".cu": "cu", ".cpp": "c++", ".cc": "c++", ".cxx": "c++", ".c++": "c++",
                ".C": "c++", ".c": "c"}
@@ -261,7 +262,7 @@ def add_library(o, name):
         return  # in libcuemu.a
     if name in MISSING_LIBS:
         raise Fail(f"-l{name} is not supported: the emulator provides the CUDA runtime API and "
-                   "a small cuBLAS (-lcublas) only")
+                   "a small cuBLAS (-lcublas) and NCCL (-lnccl) only")
     o.ldflags.append("-l" + name)
 
 
