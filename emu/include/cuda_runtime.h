@@ -668,6 +668,16 @@ cudaError_t cudaMemGetInfo(size_t *free, size_t *total);
 cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevice);
 cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags);
 cudaError_t cudaDeviceDisablePeerAccess(int peerDevice);
+/* CUDA IPC: declared so a program builds; every call is "not supported here" (one process). */
+#define CUDA_IPC_HANDLE_SIZE 64
+#define cudaIpcMemLazyEnablePeerAccess 0x01
+typedef struct cudaIpcMemHandle_st { char reserved[CUDA_IPC_HANDLE_SIZE]; } cudaIpcMemHandle_t;
+typedef struct cudaIpcEventHandle_st { char reserved[CUDA_IPC_HANDLE_SIZE]; } cudaIpcEventHandle_t;
+cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr);
+cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags);
+cudaError_t cudaIpcCloseMemHandle(void *devPtr);
+cudaError_t cudaIpcGetEventHandle(cudaIpcEventHandle_t *handle, cudaEvent_t event);
+cudaError_t cudaIpcOpenEventHandle(cudaEvent_t *event, cudaIpcEventHandle_t handle);
 
 /* memory */
 cudaError_t cudaMalloc(void **devPtr, size_t size);

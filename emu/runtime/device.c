@@ -431,6 +431,41 @@ cudaError_t (cudaDeviceDisablePeerAccess)(int peerDevice)
     return rt_err(e);
 }
 
+/* ---- CUDA IPC: memory shared between processes; the emulated devices live in one -------- */
+static cudaError_t no_ipc(const char *api)
+{
+    RT_ENTER();
+    cuemu_diag("not supported here: %s: CUDA IPC shares device memory between processes, and the "
+               "emulated devices live in one process; see docs/no-gpu.md", api);
+    return rt_err(cudaErrorNotSupported);
+}
+
+cudaError_t (cudaIpcGetMemHandle)(cudaIpcMemHandle_t *handle, void *devPtr)
+{
+    (void)handle; (void)devPtr;
+    return no_ipc("cudaIpcGetMemHandle");
+}
+cudaError_t (cudaIpcOpenMemHandle)(void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags)
+{
+    (void)devPtr; (void)handle; (void)flags;
+    return no_ipc("cudaIpcOpenMemHandle");
+}
+cudaError_t (cudaIpcCloseMemHandle)(void *devPtr)
+{
+    (void)devPtr;
+    return no_ipc("cudaIpcCloseMemHandle");
+}
+cudaError_t (cudaIpcGetEventHandle)(cudaIpcEventHandle_t *handle, cudaEvent_t event)
+{
+    (void)handle; (void)event;
+    return no_ipc("cudaIpcGetEventHandle");
+}
+cudaError_t (cudaIpcOpenEventHandle)(cudaEvent_t *event, cudaIpcEventHandle_t handle)
+{
+    (void)event; (void)handle;
+    return no_ipc("cudaIpcOpenEventHandle");
+}
+
 /* The H200's occupancy limits, with what a CPU cannot know (registers, static shared memory)
    taken as no limit: threads per SM (2048), blocks per SM (32), and shared memory per SM
    (228 KiB, each block also using 1 KiB the system reserves). */

@@ -99,6 +99,7 @@ typedef struct call {
     const char *file;
     int line;
     struct call *next;
+    int device;      /* current at the call: which device's stream 0 names (issued later) */
 } call;
 
 static struct ncclComm *comms;
@@ -696,7 +697,20 @@ static void coll_unlist(coll *c)
         if (*l == c) { *l = c->next; coll_release(c); return; }
 }
 
+static ncclResult_t issue_now(const call *k, int outside);
+
+/* Issued with the device that was current at the call, so that stream 0 (or
+   cudaStreamPerThread) is that device's even when a group issues it later. */
 static ncclResult_t issue(const call *k, int outside)
+{
+    int saved = rt_cur_dev();
+    if (saved != k->device) (cudaSetDevice)(k->device);
+    ncclResult_t r = issue_now(k, outside);
+    if (saved != k->device) (cudaSetDevice)(saved);
+    return r;
+}
+
+static ncclResult_t issue_now(const call *k, int outside)
 {
     const char *api = coll_names[k->kind];
     struct ncclComm *cm = k->comm;
@@ -841,7 +855,7 @@ static ncclResult_t check_call(const call *k)
 static ncclResult_t submit(int kind, const void *send, void *recv, size_t count, ncclDataType_t type,
                            ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream)
 {
-    call k = { kind, comm, send, recv, count, type, op, root, stream, NULL, 0, NULL };
+    call k = { kind, comm, send, recv, count, type, op, root, stream, NULL, 0, NULL, rt_cur_dev() };
     rt_site_take(&k.file, &k.line);
     ncclResult_t r = check_call(&k);
     if (r) { if (group_depth > 0 && !group_err) group_err = r; return r; }

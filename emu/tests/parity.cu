@@ -118,6 +118,9 @@ static void signatures(void)
     SIG(cudaDeviceDisablePeerAccess, cudaError_t (*)(int));
     SIG(cudaMemcpyPeer, cudaError_t (*)(void *, int, const void *, int, size_t));
     SIG(cudaMemcpyPeerAsync, cudaError_t (*)(void *, int, const void *, int, size_t, cudaStream_t));
+    SIG(cudaIpcGetMemHandle, cudaError_t (*)(cudaIpcMemHandle_t *, void *));
+    SIG(cudaIpcOpenMemHandle, cudaError_t (*)(void **, cudaIpcMemHandle_t, unsigned int));
+    SIG(cudaIpcCloseMemHandle, cudaError_t (*)(void *));
     SIG(cudaMemRangeGetAttribute, cudaError_t (*)(void *, size_t, enum cudaMemRangeAttribute, const void *, size_t));
 }
 

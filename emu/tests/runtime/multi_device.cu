@@ -308,6 +308,12 @@ int main(void)
     EXPECT(f == free0);
 #ifdef __CUEMU__
     EXPECT(cuemuLastDiagnostic()[0] == '\0');
+    // CUDA IPC builds, and says at run time that one process cannot do it
+    cudaIpcMemHandle_t ipc;
+    EXPECT(sizeof ipc == 64);
+    EXPECT_ERR(cudaIpcGetMemHandle(&ipc, big), cudaErrorNotSupported);
+    EXPECT(strstr(cuemuLastDiagnostic(), "not supported here: cudaIpcGetMemHandle") != NULL);
+    cudaGetLastError();
 #endif
     if (failures) { fprintf(stderr, "%d check(s) failed\n", failures); return 1; }
     printf("multi_device: ok\n");
