@@ -621,7 +621,7 @@ extern "C" int ring_allreduce_queue(team *t, float *const *bufs, size_t n)
     N = t->ndev;
     TUT_REQUIRE(N == 1 || (n + N - 1) / N <= t->scratch_elems);   /* a chunk fits the scratch */
     CUDA_CHECK(cudaGetDevice(&prev));
-    // TODO(student) 09.5: record every rank's event; then for the two phases, for each step s: for each rank r (from = (r + N - 1) % N, chunk c as above): its device current, wait for event[from], cudaMemcpyPeerAsync the chunk from bufs[from] (into scratch then add_kernel in phase 1, straight into bufs[r] in phase 2); after all ranks of the step, record every rank's event (~28 lines)
+    // TODO(student) 09.5: record every rank's event; then for the two phases, for each step s: for each rank r (from = (r + N - 1) % N, chunk c as above): its device current, wait for event[from], cudaMemcpyPeerAsync the chunk from bufs[from] (reduce-scatter, phase 0: into scratch, then add_kernel into bufs[r]; all-gather, phase 1: straight into bufs[r]); after all ranks of the step, record every rank's event (~28 lines)
     TUT_TODO();
 cleanup:
     if (prev >= 0)
