@@ -72,6 +72,10 @@ def c_api(lib):
         # int peer_copy(void *dst, int dst_dev, const void *src, int src_dev, size_t bytes,
         #     int how)
         peer_copy=lib.bind("peer_copy", [P, I, P, I, Z, I]),
+        # int ipc_export(void *d_ptr, void *handle)
+        ipc_export=lib.bind("ipc_export", [P, P]),
+        # int ipc_import_scale(const void *handle, int dev, size_t n, float a)
+        ipc_import_scale=lib.bind("ipc_import_scale", [P, I, Z, F]),
         # int peer_enable_all(const int *devs, int n, int *pairs)
         peer_enable_all=lib.bind("peer_enable_all", [IP, I, IP]),
         # int team_create(team **out, const int *devs, int ndev, size_t scratch_elems)
@@ -971,6 +975,67 @@ def test_peer_copy(ctx):
     tut.expect_raises(ValueError, lambda: api.peer_copy(None, 0, None, 1, 0, 3), "how = 3")
 
 
+IPC_HANDLE_SIZE = 64                          # CUDA_IPC_HANDLE_SIZE
+
+
+@CH.check("ipc", "CUDA IPC: another process scales this process's device memory in place")
+@per_device_balanced
+def test_ipc(ctx):
+    lib, api = ctx.lib, c_api(ctx.lib)
+    n = 1_000_003
+    x = tut.random_f32(ctx.rng, n)
+    raw = P()
+    lib.malloc_raw(ctypes.byref(raw), 4 * n)   # a whole allocation: what a handle shares
+    try:
+        lib.htod(raw, tut.ptr(x), 4 * n)
+        lib.synchronize()   # landed before another process reads it
+        handle = np.zeros(IPC_HANDLE_SIZE, np.uint8)
+        supported = True
+        try:
+            api.ipc_export(raw, tut.ptr(handle))
+        except tut.CudaError as e:
+            if e.name != "cudaErrorNotSupported":
+                raise
+            lib.clear_last_error()
+            supported = False
+        if not supported:   # raised here, not in the except: the skip, not the error, is the news
+            raise tut.Skip("CUDA IPC is not supported here (the emulator's devices live in one "
+                           "process): it runs on a GPU")
+        importers = [0] + ([1] if device_count(lib) >= 2 and can_access(lib, 1, 0) else [])
+        want = x.astype(np.float64)
+        for dev in importers:
+            os.environ["TUT_IPC_CHILD"] = json.dumps({"handle": handle.tobytes().hex(),
+                                                      "dev": dev, "n": n})
+            try:
+                result, stderr = tut.run_child(__file__, "child_ipc")
+            finally:
+                os.environ.pop("TUT_IPC_CHILD", None)
+            if result.get("error") != "none":
+                raise AssertionError(f"the importing process (device {dev}) failed: {result}\n"
+                                     f"{stderr[-1500:]}")
+            want = want * 3.0
+        got = np.empty(n, np.float32)
+        lib.dtoh(tut.ptr(got), raw, 4 * n)
+        tut.assert_close(got, want, rtol=1e-6, atol=1e-6,
+                         name=f"scaled by 3 in {len(importers)} other process(es)")
+    finally:
+        lib.free_raw(raw)
+
+
+def child_ipc():
+    """The importing process of 09.ipc: opens the handle, scales by 3, closes. RESULT {error}."""
+    args = json.loads(os.environ["TUT_IPC_CHILD"])
+    lib = tut.load_chapter(CH.name)
+    handle = np.frombuffer(bytes.fromhex(args["handle"]), np.uint8).copy()
+    try:
+        c_api(lib).ipc_import_scale(tut.ptr(handle), args["dev"], args["n"], 3.0)
+        out = {"error": "none"}
+    except tut.CudaError as e:
+        out = {"error": e.name, "message": str(e)}
+    print("RESULT " + json.dumps(out), flush=True)
+    return 0
+
+
 @CH.check("nccl", "NCCL's all-reduce gives the ring's sums, exactly, on 1..N devices")
 @per_device_balanced
 def test_nccl(ctx):
@@ -1206,6 +1271,7 @@ def warm_up(lib):
                     team.allreduce(bufs, nccl=True)
             except (tut.CudaError, tut.LibraryError) as e:
                 print(f"warm-up: NCCL on devices {group} failed: {e}", file=sys.stderr)
+    lib.clear_last_error()   # what the set-up left (a handled error) is no test's failure
 
 
 if __name__ == "__main__":

@@ -312,6 +312,50 @@ cleanup:
     return status;
 }
 
+// ---- lesson: device memory shared with another process (CUDA IPC) ---------------------------
+
+/* Another process on the same machine may use this process's device memory: cudaIpcGetMemHandle
+   turns a cudaMalloc allocation into 64 bytes (CUDA_IPC_HANDLE_SIZE) that can travel by any
+   means (a pipe, a file); the other process opens them with cudaIpcOpenMemHandle and gets its
+   own pointer to the same memory, the start of the whole allocation. The exporter must keep
+   the memory alive until the importer has closed it (cudaIpcCloseMemHandle), and neither
+   process orders its work after the other's by itself: they must tell each other (here: the
+   importer synchronises before it says it is done). The emulator's devices live in one
+   process: it declares these calls and answers cudaErrorNotSupported. */
+extern "C" int ipc_export(void *d_ptr, void *handle /* CUDA_IPC_HANDLE_SIZE bytes */)
+{
+    int status = 0;
+    cudaIpcMemHandle_t h;
+    CUDA_CHECK(cudaIpcGetMemHandle(&h, d_ptr));
+    memcpy(handle, &h, sizeof h);
+cleanup:
+    return status;
+}
+
+/* In the importing process: opens the handle on device `dev` (another device than the
+   exporter's needs peer access between them, which the flag enables), scales the n floats
+   there by `a` in place, waits, and closes it again. */
+extern "C" int ipc_import_scale(const void *handle, int dev, size_t n, float a)
+{
+    int status = 0, prev = -1;
+    cudaIpcMemHandle_t h;
+    float *d = NULL;
+
+    memcpy(&h, handle, sizeof h);
+    CUDA_CHECK(cudaGetDevice(&prev));
+    CUDA_CHECK(cudaSetDevice(dev));
+    CUDA_CHECK(cudaIpcOpenMemHandle((void **)&d, h, cudaIpcMemLazyEnablePeerAccess));
+    scale_shift_kernel<<<grid_for(n), 256>>>(d, d, n, a, 0.0f);
+    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK(cudaDeviceSynchronize());   /* before the exporter is told: done */
+cleanup:
+    if (d != NULL)
+        cudaIpcCloseMemHandle(d);
+    if (prev >= 0)
+        cudaSetDevice(prev);
+    return status;
+}
+
 // ---- a team: one stream, one event and one scratch buffer per device -----------------------
 
 /* Rank r of a team works on device dev[r]. Each of its objects belongs to that device for
@@ -801,6 +845,10 @@ extern "C" int nccl_allreduce_queue(team *t, float *const *bufs, size_t n)
                                  t->stream[r]));
     in_group = 0;
     NCCL_CHECK(ncclGroupEnd());
+    /* NCCL handles the errors of its own CUDA calls (a peer access enabled already, when it sets
+       up its links), but the runtime keeps the last one as this thread's last error: it is
+       NCCL's, handled, and must not fail the next kernel launch check of ours */
+    (void)cudaGetLastError();
 cleanup:
     if (in_group)
         ncclGroupEnd();
