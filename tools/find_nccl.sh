@@ -42,14 +42,16 @@ if [ -n "$NCCL_HOME" ]; then
     exit 0
 fi
 
+# directories of a libnccl the loader knows: the header may be elsewhere (the toolkit)
+system_libs=$(ldconfig -p 2>/dev/null | sed -n 's|.*libnccl\.so[.0-9]* .*=> \(.*\)/libnccl\.so.*|\1|p' | sort -u)
 nvcc_path=$(command -v "$NVCC" 2>/dev/null)
 if [ -n "$nvcc_path" ]; then
     cuda=$(cd "$(dirname "$nvcc_path")/.." 2>/dev/null && pwd -P)
+    # shellcheck disable=SC2086
     [ -n "$cuda" ] && found "$cuda/include" "$cuda/lib64" "$cuda/lib" \
-        "$cuda/targets/x86_64-linux/lib" "$cuda/targets/sbsa-linux/lib"
+        "$cuda/targets/x86_64-linux/lib" "$cuda/targets/sbsa-linux/lib" $system_libs
 fi
 
-system_libs=$(ldconfig -p 2>/dev/null | sed -n 's|.*libnccl\.so[.0-9]* .*=> \(.*\)/libnccl\.so.*|\1|p' | sort -u)
 for inc in /usr/include /usr/local/include; do
     # shellcheck disable=SC2086
     found "$inc" $system_libs /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/local/lib
