@@ -40,7 +40,6 @@ TEAM_MAX = 8                                  # TEAM_MAX in the .cu
 STREAM_NON_BLOCKING = 1                       # cudaStreamNonBlocking
 ADVISE_PREFERRED_LOCATION = 3                 # cudaMemAdviseSetPreferredLocation
 KERNEL, COPY, EVENT_RECORD, MALLOC_ASYNC, FREE_ASYNC, WAIT_EVENT, PREFETCH = 1, 2, 4, 6, 7, 8, 9
-NO_NCCL = -150                                # TUT_ERR_NO_NCCL in the .cu
 
 
 @functools.cache
@@ -662,7 +661,6 @@ def test_team_scale_shift(ctx):
                 n = 1001
                 x = tut.random_f32(ctx.rng, n)
                 ops = tut.stream_log(lib, lambda: team.scale_shift(x, 2.0, 1.0), detail=True)
-                sizes_r = parts(n, team.size)
                 check_stream_use(lib, team, ops, lambda r: {
                     MALLOC_ASYNC: 1, COPY: 2, KERNEL: 1, FREE_ASYNC: 1}, f"devices {devs}")
                 n = team.size - 1   # some parts are empty: they do nothing
@@ -1095,7 +1093,7 @@ def demo(lib):
         i = describe(lib, d)
         print(f"  device {d}: {i.name}, PCI {i.pci[0]:04x}:{i.pci[1]:02x}:{i.pci[2]:02x}, "
               f"{i.free / GiB:.2f} of {i.total / GiB:.2f} GiB free")
-    access, rank, atomics = topology(lib)
+    access, _, _ = topology(lib)
     print("\ncan access peer (row: from, column: to):")
     print("\n".join("  " + " ".join(str(v) for v in row) for row in access))
     devs = list(range(min(n, TEAM_MAX)))
