@@ -668,6 +668,16 @@ cudaError_t cudaMemGetInfo(size_t *free, size_t *total);
 cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevice);
 cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags);
 cudaError_t cudaDeviceDisablePeerAccess(int peerDevice);
+enum cudaDeviceP2PAttr {
+    cudaDevP2PAttrPerformanceRank = 1,
+    cudaDevP2PAttrAccessSupported = 2,
+    cudaDevP2PAttrNativeAtomicSupported = 3,
+    cudaDevP2PAttrCudaArrayAccessSupported = 4,
+    cudaDevP2PAttrOnlyPartialNativeAtomicSupported = 5
+};
+cudaError_t cudaDeviceGetP2PAttribute(int *value, enum cudaDeviceP2PAttr attr, int srcDevice, int dstDevice);
+cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device);
+cudaError_t cudaDeviceGetByPCIBusId(int *device, const char *pciBusId);
 /* CUDA IPC: declared so a program builds; every call is "not supported here" (one process). */
 #define CUDA_IPC_HANDLE_SIZE 64
 #define cudaIpcMemLazyEnablePeerAccess 0x01

@@ -401,7 +401,7 @@ cudaError_t (cudaDeviceGetStreamPriorityRange)(int *leastPriority, int *greatest
    enabled access to that peer (memory.c's fault check reports the rest). */
 cudaError_t (cudaDeviceCanAccessPeer)(int *canAccessPeer, int device, int peerDevice)
 {
-    RT_ENTER();
+    if (rt_config_error()) return rt_err((cudaError_t)rt_config_error());
     if (!canAccessPeer) return rt_err(cudaErrorInvalidValue);
     if (!rt_dev_valid(device) || !rt_dev_valid(peerDevice)) return rt_err(cudaErrorInvalidDevice);
     *canAccessPeer = device != peerDevice;
@@ -429,6 +429,50 @@ cudaError_t (cudaDeviceDisablePeerAccess)(int peerDevice)
     peer_on[cur_dev][peerDevice] = 0;
     rt_unlock();
     return rt_err(e);
+}
+
+/* The link between two emulated devices, as an NVLink pair reports it: peer access and native
+   atomics supported, the best rank (0); CUDA arrays are not emulated. */
+cudaError_t (cudaDeviceGetP2PAttribute)(int *value, enum cudaDeviceP2PAttr attr, int srcDevice,
+                                        int dstDevice)
+{
+    RT_ENTER();
+    if (!value) return rt_err(cudaErrorInvalidValue);
+    if (!rt_dev_valid(srcDevice) || !rt_dev_valid(dstDevice) || srcDevice == dstDevice)
+        return rt_err(cudaErrorInvalidDevice);
+    switch (attr) {
+    case cudaDevP2PAttrPerformanceRank: *value = 0; break;
+    case cudaDevP2PAttrAccessSupported: *value = 1; break;
+    case cudaDevP2PAttrNativeAtomicSupported: *value = 1; break;
+    case cudaDevP2PAttrCudaArrayAccessSupported: *value = 0; break;
+    case cudaDevP2PAttrOnlyPartialNativeAtomicSupported: *value = 0; break;
+    default: return rt_err(cudaErrorInvalidValue);
+    }
+    return cudaSuccess;
+}
+
+/* [domain]:[bus]:[device].[function] in hexadecimal; the bus is the device's pciBusID. */
+cudaError_t (cudaDeviceGetPCIBusId)(char *pciBusId, int len, int device)
+{
+    RT_ENTER();
+    if (!pciBusId || len <= 0) return rt_err(cudaErrorInvalidValue);
+    if (!rt_dev_valid(device)) return rt_err(cudaErrorInvalidDevice);
+    snprintf(pciBusId, (size_t)len, "%04X:%02X:%02X.0", 0, device, 0);
+    return cudaSuccess;
+}
+
+cudaError_t (cudaDeviceGetByPCIBusId)(int *device, const char *pciBusId)
+{
+    RT_ENTER();
+    unsigned dom = 0, bus = 0, dev = 0, fn = 0;
+    if (!device || !pciBusId) return rt_err(cudaErrorInvalidValue);
+    if (sscanf(pciBusId, "%x:%x:%x.%x", &dom, &bus, &dev, &fn) != 4) {
+        dom = 0;
+        if (sscanf(pciBusId, "%x:%x.%x", &bus, &dev, &fn) != 3) return rt_err(cudaErrorInvalidValue);
+    }
+    if (dom != 0 || dev != 0 || fn != 0 || !rt_dev_valid((int)bus)) return rt_err(cudaErrorInvalidDevice);
+    *device = (int)bus;
+    return cudaSuccess;
 }
 
 /* ---- CUDA IPC: memory shared between processes; the emulated devices live in one -------- */

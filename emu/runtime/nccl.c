@@ -154,11 +154,24 @@ static struct clique *clique_new(const ncclUniqueId *id, int nranks)
     return cl;
 }
 
+static void coll_release(coll *c);
+
+/* The last communicator of a clique gone: collectives some rank never called go too (their
+   queued operations keep what they use until they are freed). */
 static void clique_unref(struct clique *cl)
 {
     if (--cl->refs > 0) return;
     for (struct clique **l = &cliques; *l; l = &(*l)->next)
         if (*l == cl) { *l = cl->next; break; }
+    rt_lock();
+    while (cl->pending) {
+        coll *c = cl->pending;
+        cl->pending = c->next;
+        c->abandoned = 1;
+        c->cl = NULL;
+        coll_release(c);
+    }
+    rt_unlock();
     free(cl);
 }
 

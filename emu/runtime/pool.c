@@ -89,6 +89,9 @@ static void release_block(rt_pool *p, rt_block *b)
 {
     p->reserved -= b->accounted;
     rt_unaccount(p->device, b->accounted);
+    free(b->acc_list);              /* the ring frees b, not what it points to */
+    b->acc_list = NULL;
+    b->nacc_list = b->cap_acc_list = 0;
     rt_freed_push(b, 1);
 }
 

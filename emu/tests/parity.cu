@@ -119,6 +119,9 @@ static void signatures(void)
     SIG(cudaMemcpyPeer, cudaError_t (*)(void *, int, const void *, int, size_t));
     SIG(cudaMemcpyPeerAsync, cudaError_t (*)(void *, int, const void *, int, size_t, cudaStream_t));
     SIG(cudaIpcGetMemHandle, cudaError_t (*)(cudaIpcMemHandle_t *, void *));
+    SIG(cudaDeviceGetP2PAttribute, cudaError_t (*)(int *, enum cudaDeviceP2PAttr, int, int));
+    SIG(cudaDeviceGetPCIBusId, cudaError_t (*)(char *, int, int));
+    SIG(cudaDeviceGetByPCIBusId, cudaError_t (*)(int *, const char *));
     SIG(cudaIpcOpenMemHandle, cudaError_t (*)(void **, cudaIpcMemHandle_t, unsigned int));
     SIG(cudaIpcCloseMemHandle, cudaError_t (*)(void *));
     SIG(cudaMemRangeGetAttribute, cudaError_t (*)(void *, size_t, enum cudaMemRangeAttribute, const void *, size_t));
@@ -131,6 +134,9 @@ static_assert(cudaErrorInvalidMemcpyDirection == 21 && cudaErrorInsufficientDriv
 static_assert(cudaErrorNoDevice == 100 && cudaErrorInvalidDevice == 101, "errors");
 static_assert(cudaErrorInvalidResourceHandle == 400 && cudaErrorNotReady == 600, "errors");
 static_assert(cudaErrorPeerAccessAlreadyEnabled == 704 && cudaErrorPeerAccessNotEnabled == 705, "errors");
+static_assert(cudaDevP2PAttrPerformanceRank == 1 && cudaDevP2PAttrAccessSupported == 2 &&
+              cudaDevP2PAttrNativeAtomicSupported == 3 && cudaDevP2PAttrCudaArrayAccessSupported == 4, "p2p");
+static_assert(sizeof(cudaIpcMemHandle_t) == 64 && CUDA_IPC_HANDLE_SIZE == 64, "ipc");
 static_assert(cudaErrorIllegalAddress == 700 && cudaErrorLaunchFailure == 719, "errors");
 static_assert(cudaErrorHostMemoryAlreadyRegistered == 712 && cudaErrorHostMemoryNotRegistered == 713, "errors");
 static_assert(cudaMemcpyHostToHost == 0 && cudaMemcpyHostToDevice == 1 && cudaMemcpyDeviceToHost == 2 &&

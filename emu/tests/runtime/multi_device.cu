@@ -81,6 +81,23 @@ int main(void)
     OK(cudaDeviceGetAttribute(&bus1, cudaDevAttrPciBusId, 1));
     EXPECT(bus1 == p1.pciBusID);
     EXPECT_ERR(cudaDeviceGetAttribute(&bus1, cudaDevAttrPciBusId, n), cudaErrorInvalidDevice);
+    EXPECT_ERR(cudaGetLastError(), cudaErrorInvalidDevice);  // kept until read
+    // the bus id string names each device, and leads back to it
+    char busid[2][32];
+    OK(cudaDeviceGetPCIBusId(busid[0], sizeof busid[0], 0));
+    OK(cudaDeviceGetPCIBusId(busid[1], sizeof busid[1], 1));
+    EXPECT(strcmp(busid[0], busid[1]) != 0);
+    int back = -1;
+    OK(cudaDeviceGetByPCIBusId(&back, busid[1]));
+    EXPECT(back == 1);
+    // the link: peer access supported both ways, not to itself
+    int p2p = -1;
+    OK(cudaDeviceGetP2PAttribute(&p2p, cudaDevP2PAttrAccessSupported, 0, 1));
+#ifdef __CUEMU__
+    EXPECT(p2p == 1);
+#endif
+    EXPECT_ERR(cudaDeviceGetP2PAttribute(&p2p, cudaDevP2PAttrAccessSupported, 0, 0), cudaErrorInvalidDevice);
+    EXPECT_ERR(cudaGetLastError(), cudaErrorInvalidDevice);
 
     // ---- memory: each device counts its own ------------------------------------------------
     size_t free0 = 0, free1 = 0, total = 0, f = 0;
