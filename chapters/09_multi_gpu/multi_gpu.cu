@@ -137,8 +137,8 @@ cleanup:
 /* The links between the n devices, n x n matrices indexed [from * n + to]: can `from` map
    `to`'s memory (cudaDeviceCanAccessPeer), and the driver's own word on the link
    (cudaDeviceGetP2PAttribute): its relative performance rank (0 = the best this machine has)
-   and whether atomics over it are native. Diagonal entries are 0. The emulator has no link to
-   rank and no cudaDeviceGetP2PAttribute: there the two are -1, "not known". */
+   and whether atomics over it are native. Diagonal entries are 0 (the driver refuses a device
+   paired with itself). */
 extern "C" int topology(int n, int *access, int *perf_rank, int *atomics)
 {
     int status = 0;
@@ -150,14 +150,10 @@ extern "C" int topology(int n, int *access, int *perf_rank, int *atomics)
             if (i == j)
                 continue;
             CUDA_CHECK(cudaDeviceCanAccessPeer(&access[k], i, j));
-#ifdef TUT_BACKEND_CPU
-            perf_rank[k] = atomics[k] = -1;
-#else
             CUDA_CHECK(cudaDeviceGetP2PAttribute(&perf_rank[k], cudaDevP2PAttrPerformanceRank,
                                                  i, j));
             CUDA_CHECK(cudaDeviceGetP2PAttribute(&atomics[k],
                                                  cudaDevP2PAttrNativeAtomicSupported, i, j));
-#endif
         }
 cleanup:
     return status;
