@@ -111,6 +111,8 @@ def c_api(lib):
         nccl_allreduce=lib.bind("nccl_allreduce", [P, ctypes.POINTER(P), Z]),
         # int bench_peer_copy(int dst_dev, int src_dev, size_t bytes, int reps, float *times_ms)
         bench_peer_copy=lib.bind("bench_peer_copy", [I, I, Z, I, tut.c_float_p]),
+        # int bench_peer_kernel(int dev, int peer, size_t bytes, int reps, float *times_ms)
+        bench_peer_kernel=lib.bind("bench_peer_kernel", [I, I, Z, I, tut.c_float_p]),
         # int bench_allreduce(team *t, float *const *bufs, size_t n, int ndev, int which,
         #     int reps, float *times_ms)
         bench_allreduce=lib.bind("bench_allreduce", [P, ctypes.POINTER(P), Z, I, I, I,
@@ -1181,6 +1183,13 @@ def _bench_peer(lib, b, gpu, ceiling):
     b.row(f"peer copy 0->1, {_size(top)}, peer access on", on, "GB/s", ceiling)
     b.row(f"peer copy 0->1, {_size(top)}, peer access off", off, "GB/s", ceiling)
     b.figure(f"peer access on / off, 0->1, {_size(top)}", on / off, "x")
+    # A kernel on device 1 loading device 0's memory over the link, against the copy engine.
+    peer_enable_all_reference(lib, [0, 1])
+    ms = tut.median_ms(lambda r, t: api.bench_peer_kernel(1, 0, top, r, t), 10)
+    peer_access_off(lib)
+    pull = top / (ms * 1e-3) / 1e9
+    b.row(f"kernel on 1 loading 0's memory, {_size(top)} (ratio: to the copy)", pull, "GB/s",
+          on)
     b.figure("peer copy latency, 4 B, 0->1, peer access on", table[(4, 0, 1, True)] * 1e3, "us")
 
 

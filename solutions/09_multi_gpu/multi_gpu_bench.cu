@@ -56,6 +56,54 @@ cleanup:
     return status;
 }
 
+/* y = x on dev, x read by the kernel from peer's memory over the link, one 4-byte load per
+   thread (grid-stride): what a kernel that uses another device's memory directly gets, next
+   to the copy engine's cudaMemcpyPeerAsync. Needs peer access from dev to peer (the caller's). */
+__global__ void bench_pull_kernel(const float *x, float *y, size_t n)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        y[i] = x[i];
+}
+
+extern "C" int bench_peer_kernel(int dev, int peer, size_t bytes, int reps, float *times_ms)
+{
+    int status = 0, prev = -1, sms = 0;
+    float *src = NULL, *dst = NULL;
+    cudaStream_t stream = NULL;
+    tut_timer t = {0};
+    size_t n = bytes / sizeof(float);
+
+    CUDA_CHECK(cudaGetDevice(&prev));
+    CUDA_CHECK(cudaSetDevice(peer));
+    CUDA_CHECK(cudaMalloc(&src, bytes));
+    CUDA_CHECK(cudaMemset(src, 0x5A, bytes));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    CUDA_CHECK(cudaSetDevice(dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    CUDA_CHECK(cudaMalloc(&dst, bytes));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CUDA_CHECK(tut_timer_init(&t));
+    for (int i = -1; i < reps; i++) {
+        CUDA_CHECK(tut_timer_start(&t, stream));
+        bench_pull_kernel<<<8 * sms, 256, 0, stream>>>(src, dst, n);   /* 8 blocks per SM */
+        CUDA_CHECK_LAUNCH();
+        CUDA_CHECK(tut_timer_lap(&t, i, times_ms));
+    }
+cleanup:
+    if (stream) {
+        cudaStreamSynchronize(stream);
+        cudaStreamDestroy(stream);
+    }
+    tut_timer_free(&t);
+    cudaFree(dst);
+    if (src != NULL && cudaSetDevice(peer) == cudaSuccess)
+        cudaFree(src);
+    if (prev >= 0)
+        cudaSetDevice(prev);
+    return status;
+}
+
 /* One all-reduce of n floats per rank (which: 0 the ring, 1 NCCL), timed as a whole on rank
    0's device: a start event on rank 0's stream that every other rank's stream waits for, the
    all-reduce queued, then rank 0's stream waits for an event of every other rank and records
