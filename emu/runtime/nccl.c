@@ -666,6 +666,8 @@ static const char *type_name(ncclDataType_t t)
     return (unsigned)t < ncclNumTypes ? n[t] : "?";
 }
 
+static void coll_drop(coll *c);
+
 /* The collective this call joins (the comm's next one), or a new one. Lock held. */
 static ncclResult_t coll_find(const call *k, coll **out)
 {
@@ -678,14 +680,17 @@ static ncclResult_t coll_find(const call *k, coll **out)
                 ((k->kind == C_BROADCAST || k->kind == C_REDUCE) && c->root != k->root)) {
                 int other = 0;
                 while (other < c->nranks && !c->ops[other]) other++;
-                return fail(ncclInvalidUsage, "%s(count %zu, %s) at %s:%d on rank %d is the "
+                ncclResult_t r = fail(ncclInvalidUsage, "%s(count %zu, %s) at %s:%d on rank %d is the "
                             "communicator's collective #%llu, but rank %d called %s(count %zu, %s%s) "
                             "as that one: every rank must call the same collectives, with the same "
-                            "count, type, operation and root, in the same order",
+                            "count, type, operation and root, in the same order (the calls made "
+                            "for it are dropped)",
                             coll_names[k->kind], k->count, type_name(k->type),
                             k->file ? k->file : "(unknown file)", k->line, cm->rank, cm->seq + 1,
                             other, coll_names[c->kind], c->count, type_name(c->type),
                             c->kind == C_BROADCAST || c->kind == C_REDUCE ? ", another root" : "");
+                coll_drop(c);
+                return r;
             }
             *out = c;
             return ncclSuccess;
@@ -711,6 +716,17 @@ static void coll_unlist(coll *c)
 }
 
 static ncclResult_t issue_now(const call *k, int outside);
+
+/* A collective refused for one rank: the calls already made for it are dropped (their queued
+   operations do nothing), and those ranks' count of collectives steps back, so nothing waits
+   for it and the ranks stay in step. Lock held. */
+static void coll_drop(coll *c)
+{
+    c->abandoned = 1;
+    for (int x = 0; x < c->nranks; x++)
+        if (c->ops[x] && c->cl->rank[x]) c->cl->rank[x]->seq--;
+    coll_unlist(c);
+}
 
 /* Issued with the device that was current at the call, so that stream 0 (or
    cudaStreamPerThread) is that device's even when a group issues it later. */
@@ -751,11 +767,7 @@ static ncclResult_t issue_now(const call *k, int outside)
                          "ncclGroupStart() and ncclGroupEnd()", api,
                          k->file ? k->file : "(unknown file)", k->line, me, q,
                          c->file[q] ? c->file[q] : "(unknown file)", c->line[q]);
-                /* the earlier calls are dropped with it, so nothing waits for them */
-                c->abandoned = 1;
-                for (int x = 0; x < c->nranks; x++)
-                    if (c->ops[x] && c->cl->rank[x]) c->cl->rank[x]->seq--;
-                coll_unlist(c);
+                coll_drop(c);
                 rt_unlock();
                 return r;
             }

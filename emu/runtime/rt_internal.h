@@ -169,7 +169,10 @@ int       rt_kernel_running(const char **kernel, const char **file, int *line);
 void      rt_drain_device(int dev);
 /* A queued operation that runs fn(arg) as device work (device memory open), and then
    release(arg) when it is freed; for NCCL's collectives (nccl.c). */
-struct rt_op *rt_op_devfn(const char *api, void (*fn)(void *), void *arg, void (*release)(void *));
+struct rt_op *rt_op_devfn(const char *api, void (*fn)(void *), void *arg, void (*release)(void *),
+                          const char *file, int line);
+/* The call site cuemu_site recorded for the next operation (file NULL: none), now taken. */
+void      rt_site_take(const char **file, int *line);
 /* op also waits for dep (which must be queued already); the queue keeps it acyclic. */
 void      rt_op_depend(struct rt_op *op, struct rt_op *dep);
 /* The latest operation queued on stream, or NULL (for an operation that must wait for it). */

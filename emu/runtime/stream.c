@@ -198,6 +198,14 @@ void cuemu_site(const char *file, int line)
     site_line = line;
 }
 
+void rt_site_take(const char **file, int *line)
+{
+    *file = site_file;
+    *line = site_line;
+    site_file = NULL;
+    site_line = 0;
+}
+
 /* ---- policy --------------------------------------------------------------------------------- */
 enum { ORD_RR = 0, ORD_FIFO, ORD_REVERSE, ORD_RANDOM };
 static int order_mode = -1;
@@ -1098,10 +1106,13 @@ int rt_kernel_running(const char **kernel, const char **file, int *line)
     return op->stream->device;
 }
 
-rt_op *rt_op_devfn(const char *api, void (*fn)(void *), void *arg, void (*release)(void *))
+rt_op *rt_op_devfn(const char *api, void (*fn)(void *), void *arg, void (*release)(void *),
+                   const char *file, int line)
 {
     rt_op *op = rt_op_new(RT_OP_DEVFN, api);
     if (!op) return NULL;
+    op->file = file;
+    op->line = line;
     op->devfn = fn;
     op->user = arg;
     op->release = release;

@@ -312,6 +312,25 @@ int main(void)
 #endif
     OK(cudaFree(m));
 
+#ifdef __CUEMU__
+    // a peer copy on device 1's stream of what device 0's kernel writes, with no event between
+    // them: a race a GPU may win or lose. The copy runs without the kernel (nothing orders
+    // it after it); once the kernel ran and did write, the next synchronisation says so.
+    OK(cudaSetDevice(0));
+    fill_kernel<<<(N + 255) / 256, 256, 0, s0>>>(a0, N, 9.0f);
+    OK(cudaGetLastError());
+    OK(cudaSetDevice(1));
+    OK(cudaMemcpyPeerAsync(c1, 1, a0, 0, bytes, s1));
+    OK(cudaStreamSynchronize(s1));
+    OK(cudaSetDevice(0));
+    EXPECT_ERR(cudaDeviceSynchronize(), cudaErrorIllegalState);
+    EXPECT(strstr(cuemuLastDiagnostic(), "stream race on device memory") != NULL);
+    EXPECT(strstr(cuemuLastDiagnostic(), "on stream 1 (device 0) writes it") != NULL);
+    EXPECT(strstr(cuemuLastDiagnostic(), "cudaMemcpyPeerAsync at") != NULL);
+    cuemuClearDiagnostic();
+    cudaGetLastError();
+    OK(cudaSetDevice(1));
+#endif
     OK(cudaStreamDestroy(s1));
     OK(cudaEventDestroy(copied));
     OK(cudaFree(b1));

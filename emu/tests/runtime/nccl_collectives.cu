@@ -371,6 +371,16 @@ static void misuse(void)
     sync_all();                // the dropped call left nothing waiting
     allreduce_float(ncclSum, "sum after a refused call", 0);   // the ranks are in step again
     EXPECT(cuemuLastDiagnostic()[0] == '\0');
+
+    // ranks that disagree on a collective (NCCL: a hang or garbage) are refused; the ranks
+    // that did call it then wait for ranks that never will: a synchronisation says so
+    NCCL_OK(ncclGroupStart());
+    NCCL_OK(ncclAllReduce(b.d[0], b.d[0], COUNT, ncclFloat, ncclSum, comm[0], stream[0]));
+    NCCL_OK(ncclAllReduce(b.d[1], b.d[1], COUNT - 1, ncclFloat, ncclSum, comm[1], stream[1]));
+    EXPECT_NCCL(ncclGroupEnd(), ncclInvalidUsage);
+    EXPECT(strstr(cuemuLastDiagnostic(), "rank 1 is the communicator's collective #") != NULL);
+    EXPECT(strstr(cuemuLastDiagnostic(), "but rank 0 called ncclAllReduce(count 1001, ncclFloat32)") != NULL);
+    cuemuClearDiagnostic();
 }
 #endif
 
