@@ -111,6 +111,17 @@ $(BUILD)/%/common/libtut_shm.so: common/tut_shm.c
 # One shared library per chapter and tree, from the chapter's .cu files and the common helpers.
 # ch04 also links cuBLAS: its reference matrix multiply is the ceiling the lesson compares with.
 LDLIBS_04_shared_memory := -lcublas
+# ch09 also links NCCL where the machine has it: tools/find_nccl.sh says where (NCCL_HOME=... to
+# choose one) and its answer, the flags, is kept in nccl.flags, replaced only when it changes (the
+# chapter is then rebuilt). Without NCCL the chapter builds all the same, and its NCCL tests skip,
+# saying why. On the emulator NCCL is the emulator's own (emu/include/nccl.h), where it has one.
+NCCL_HOME ?=
+$(BUILD)/gpu/nccl.flags: tools/find_nccl.sh FORCE
+	@mkdir -p $(@D)
+	@NVCC="$(NVCC)" NCCL_HOME="$(NCCL_HOME)" sh tools/find_nccl.sh > $@.tmp && if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+$(BUILD)/gpu/chapters/lib09_multi_gpu.so $(BUILD)/gpu/solutions/lib09_multi_gpu.so: $(BUILD)/gpu/nccl.flags
+LDLIBS_09_multi_gpu = $(shell cat $(BUILD)/gpu/nccl.flags 2>/dev/null)
+EMU_FLAGS_09_multi_gpu := $(if $(wildcard emu/include/nccl.h),-DTUT_HAVE_NCCL=1)
 define gpu_lib
 $(BUILD)/gpu/$(1)/lib%.so: $$$$(wildcard $(1)/$$$$*/*.cu) $(COMMON_H) $(BUILD)/gpu/common/tut_check.o
 	@mkdir -p $$(@D); rm -f $$@
@@ -134,7 +145,7 @@ $(BUILD)/cpu/$(1)/obj/%.cpp: $(1)/%.cu $$(EMU_REWRITE) FORCE
 	@mkdir -p $$(@D)
 	@$$(EMU_REWRITE) $$< $$@.tmp && if cmp -s $$@.tmp $$@; then rm -f $$@.tmp; else mv -f $$@.tmp $$@$(if $(V), && echo "$$(EMU_REWRITE) $$< $$@"); fi
 $(BUILD)/cpu/$(1)/obj/%.o: $(BUILD)/cpu/$(1)/obj/%.cpp $(COMMON_H) $$(EMU_HEADERS)
-	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -I$(1)/$$(*D) -c -o $$@ $$<
+	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -I$(1)/$$(*D) $$(EMU_FLAGS_$$(*D)) -c -o $$@ $$<
 $(BUILD)/cpu/$(1)/lib%.so: $$$$(addprefix $(BUILD)/cpu/$(1)/obj/$$$$*/,$$$$(addsuffix .o,$$$$(basename $$$$(notdir $$$$(wildcard $(1)/$$$$*/*.cu))))) $(BUILD)/cpu/common/tut_check.o $$(EMU_RUNTIME)
 	@rm -f $$@
 	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) $$(if $$(findstring clang,$$(EMU_CXX)),-Qunused-arguments) -shared -o $$@ $$(filter $(BUILD)/cpu/$(1)/obj/%,$$^) $(BUILD)/cpu/common/tut_check.o -Wl,--whole-archive $$(EMU_RUNTIME) -Wl,--no-whole-archive $$(EMU_LDLIBS)
