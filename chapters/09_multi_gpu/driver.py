@@ -101,6 +101,8 @@ def c_api(lib):
         team_scale_shift=lib.bind("team_scale_shift", [P, P, P, Z, F, F]),
         # int managed_where(const void *ptr, size_t bytes, int *preferred, int *prefetched)
         managed_where=lib.bind("managed_where", [P, Z, IP, IP]),
+        # int managed_touch(float *m, size_t n, int dev)
+        managed_touch=lib.bind("managed_touch", [P, Z, I]),
         # int team_scale_shift_managed(team *t, float *m, size_t n, float a, float b)
         team_scale_shift_managed=lib.bind("team_scale_shift_managed", [P, P, Z, F, F]),
         # int ring_allreduce(team *t, float *const *bufs, size_t n)
@@ -1267,8 +1269,10 @@ def warm_up(lib):
     peer_enable_all_reference(lib, devs)
     peer_access_off(lib)
     for d in devs:
-        with on_device(lib, d), tut.ManagedArray(lib, 1024) as m:
+        with tut.ManagedArray(lib, 1 << 20) as m:
             m.array[:] = 1.0
+            c_api(lib).managed_touch(m.address, m.array.size, d)
+            float(m.array.sum())
     if nccl_version(lib):
         for group in ([0], devs):
             try:
