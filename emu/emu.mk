@@ -39,12 +39,13 @@ EMU_TRACE    := $(if $(and $(findstring clang,$(EMU_CXX)),$(if $(EMU_SANITIZE),,
 # gold plugin, which Debian's clang depends on; without it (EMU_LTO= also turns it off) the hooks
 # are called, with the same checks. Full LTO, not thin: the hooks must be inlined everywhere
 # (their slow path takes the access's address from its caller), which one module guarantees.
-# The link gets the compile's -mllvm options (the plugin does not see them otherwise).
+# The link repeats the compile's -mllvm options and its -fno-vectorize (the plugin sees neither,
+# and vectorised a loop compiled with -fno-vectorize).
 ifeq ($(origin EMU_LTO),undefined)
 EMU_LTO      := $(if $(EMU_TRACE),$(shell d=$$(dirname "$$(readlink -f "$$(command -v $(EMU_CXX))")") && test -f "$$d/../lib/LLVMgold.so" && echo y))
 endif
 EMU_LTOFLAGS := $(if $(EMU_LTO),-flto)
-EMU_LTOLINK  := $(if $(EMU_LTO),-flto -Wl$(comma)-plugin-opt=-simplifycfg-sink-common=false -Wl$(comma)-plugin-opt=-simplifycfg-hoist-common=false)
+EMU_LTOLINK  := $(if $(EMU_LTO),-flto $(foreach o,simplifycfg-sink-common simplifycfg-hoist-common vectorize-loops vectorize-slp,-Wl$(comma)-plugin-opt=-$(o)=false))
 
 EMU_REWRITE  := $(BUILD)/emu/cuemu-rewrite
 EMU_RUNTIME  := $(EMU_BUILD)/libcuemu.a
