@@ -61,11 +61,10 @@ static region g_reg[MAX_REGIONS];
 static int g_nreg;
 static uintptr_t g_lo, g_hi;                   /* bounding box of every region (0, 0: none) */
 /* What the hooks' fast path reads (hooks.c): derived from the state here by fast_update() while
-   a launch runs, and "nothing to check" outside one. hit[]: the two regions the last shared
-   accesses hit, tried first (a kernel's accesses mostly alternate between one or two arrays, a
-   tiled matmul's two tiles); epoch: the block-wide barrier epoch. */
+   a launch runs, and "nothing to check" outside one (hit[]: see find_region). */
 CUEMU_HIDDEN struct cuemu_access_fast cuemu_fast = {
-    0, 0, UINTPTR_MAX, 0, { &g_reg[0], &g_reg[0] }, 1
+    0, 0, UINTPTR_MAX, 0,
+    { &g_reg[0], &g_reg[0], &g_reg[0], &g_reg[0], &g_reg[0], &g_reg[0], &g_reg[0], &g_reg[0] }, 1
 };
 #define g_hit   cuemu_fast.hit
 #define g_epoch cuemu_fast.epoch
@@ -97,6 +96,13 @@ void cuemu_access_fast_update(void)
     }
 }
 
+/* Addresses inside the regions' bounding box but in none of them, found lately: the guard
+   variable of each __shared__ declaration's registration (a static the rewriter adds beside the
+   variable, tested by every thread that passes the declaration) lies between shared arrays. */
+#define MISSES 8
+static uintptr_t g_miss[MISSES];
+static unsigned g_miss_next;
+
 static void bounds(void)
 {
     g_lo = UINTPTR_MAX;
@@ -107,6 +113,7 @@ static void bounds(void)
         if ((uintptr_t)g_reg[i].lo + g_reg[i].n > g_hi) g_hi = (uintptr_t)g_reg[i].lo + g_reg[i].n;
     }
     if (g_hi == 0) g_lo = 0;
+    memset(g_miss, 0, sizeof g_miss);       /* a new region may hold one of them */
     cuemu_access_fast_update();
 }
 
@@ -409,16 +416,29 @@ static __attribute__((noinline)) region *find_region_slow(uintptr_t a)
     return NULL;
 }
 
-/* The region holding address a, or NULL: the last two regions found first. */
+/* The region holding address a, or NULL: the regions found last tried first, the latest
+   first (a kernel's accesses mostly go to a few arrays: a tiled matmul's two tiles, a merge
+   sort's eight). */
 static inline region *find_region(uintptr_t a)
 {
     if (a - g_lo >= g_hi - g_lo) return NULL;
     region *r = g_hit[0];
     if (a - (uintptr_t)r->lo < r->n) return r;
-    r = g_hit[1];
-    if (a - (uintptr_t)r->lo < r->n) return r;
-    if (!(r = find_region_slow(a))) return NULL;
-    g_hit[1] = g_hit[0];
+    int i = 1;
+    for (; i < CUEMU_HITS; i++) {
+        r = g_hit[i];
+        if (a - (uintptr_t)r->lo < r->n) break;
+    }
+    if (i == CUEMU_HITS) {
+        for (int k = 0; k < MISSES; k++)
+            if (g_miss[k] == a) return NULL;
+        if (!(r = find_region_slow(a))) {
+            g_miss[g_miss_next++ % MISSES] = a;
+            return NULL;
+        }
+        i = CUEMU_HITS - 1;
+    }
+    for (; i > 0; i--) g_hit[i] = g_hit[i - 1];
     g_hit[0] = r;
     return r;
 }
