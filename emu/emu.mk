@@ -31,7 +31,21 @@ EMU_CXX      ?= $(or $(shell command -v clang++ 2>/dev/null),$(CXX))
 # -simplifycfg-*-common=false: the optimiser must not merge identical accesses from the two
 # arms of an `if` into one instruction, which has no source line: a race or fault report on it
 # would name "an unknown location" instead of the student's line.
-EMU_TRACE    := $(if $(and $(findstring clang,$(EMU_CXX)),$(if $(EMU_SANITIZE),,y)),-fsanitize-coverage=edge$(comma)trace-loads$(comma)trace-stores -fno-vectorize -fno-slp-vectorize -fno-delete-null-pointer-checks -mllvm -simplifycfg-sink-common=false -mllvm -simplifycfg-hoist-common=false)
+EMU_TRACE    := $(if $(and $(findstring clang,$(EMU_CXX)),$(if $(EMU_SANITIZE),,y)),-fsanitize-coverage=edge$(comma)trace-loads$(comma)trace-stores -DCUEMU_TRACE=1 -fno-vectorize -fno-slp-vectorize -fno-delete-null-pointer-checks -mllvm -simplifycfg-sink-common=false -mllvm -simplifycfg-hoist-common=false)
+
+# Link-time optimisation in the hooks' build: emu/core/hooks.c is compiled to bitcode like the
+# kernels, so that the load/store hooks' fast path (a few compares) and the step from one thread
+# to the next are inlined into each kernel instead of called (emu/core/hooks.c). It needs clang's
+# gold plugin, which Debian's clang depends on; without it (EMU_LTO= also turns it off) the hooks
+# are called, with the same checks. Full LTO, not thin: the hooks must be inlined everywhere
+# (their slow path takes the access's address from its caller), which one module guarantees.
+# The link repeats the compile's -mllvm options and its -fno-vectorize (the plugin sees neither,
+# and vectorised a loop compiled with -fno-vectorize).
+ifeq ($(origin EMU_LTO),undefined)
+EMU_LTO      := $(if $(EMU_TRACE),$(shell d=$$(dirname "$$(readlink -f "$$(command -v $(EMU_CXX))")") && test -f "$$d/../lib/LLVMgold.so" && echo y))
+endif
+EMU_LTOFLAGS := $(if $(EMU_LTO),-flto)
+EMU_LTOLINK  := $(if $(EMU_LTO),-flto $(foreach o,simplifycfg-sink-common simplifycfg-hoist-common vectorize-loops vectorize-slp,-Wl$(comma)-plugin-opt=-$(o)=false))
 
 EMU_REWRITE  := $(BUILD)/emu/cuemu-rewrite
 EMU_RUNTIME  := $(EMU_BUILD)/libcuemu.a
@@ -43,9 +57,9 @@ EMU_ALIGN    := $(if $(EMU_SANITIZE),,-fsanitize=alignment $(if $(findstring cla
 # -isystem emu/include/unsupported: one-line "not supported here" stand-ins for toolkit headers
 # the emulator does not offer (mma.h, curand.h, ...), searched after the program's own -I dirs
 # and before the system's, where a toolkit installed in /usr/local/include would be found.
-EMU_CXXFLAGS := -std=c++17 -O2 -fPIC -g -gdwarf-4 -Iemu/include -isystememu/include/unsupported -include cuda_runtime.h $(EMU_TRACE) $(EMU_ALIGN) $(EMU_SANFLAGS)
+EMU_CXXFLAGS := -std=c++17 -O2 -fPIC -g -gdwarf-4 -Iemu/include -isystememu/include/unsupported -include cuda_runtime.h $(EMU_TRACE) $(EMU_LTOFLAGS) $(EMU_ALIGN) $(EMU_SANFLAGS)
 EMU_CFLAGS   := -std=gnu11 -O2 -fPIC -g -Wall -Iemu/include $(EMU_SANFLAGS)
-EMU_LDLIBS   := -lpthread -lm -ldl -lrt $(EMU_SANFLAGS)
+EMU_LDLIBS   := -lpthread -lm -ldl -lrt $(EMU_LTOLINK) $(EMU_SANFLAGS)
 
 EMU_LIB_SRC  := $(wildcard emu/core/*.c emu/core/*.cpp emu/core/*.S \
                            emu/runtime/*.c emu/runtime/*.cpp)
@@ -61,6 +75,13 @@ $(EMU_REWRITE): emu/rewrite/cuemu_rewrite.c
 $(EMU_BUILD)/obj/%.c.o: emu/%.c $(EMU_HEADERS) $(EMU_PRIV_H)
 	@mkdir -p $(@D)
 	$(EMU_CC) $(if $(and $(filter thread,$(EMU_SANITIZE)),$(filter core/%,$*)),$(filter-out -fsanitize=thread,$(EMU_CFLAGS)) -DCUEMU_TSAN=1,$(EMU_CFLAGS)) -c -o $@ $<
+# The hooks, in bitcode when they are inlined into kernels at the link (EMU_LTO); no debug
+# information, so the inlined instructions keep the kernel's source line.
+ifneq ($(EMU_LTO),)
+$(EMU_BUILD)/obj/core/hooks.c.o: emu/core/hooks.c $(EMU_HEADERS) $(EMU_PRIV_H)
+	@mkdir -p $(@D)
+	$(EMU_CXX) -x c -std=gnu11 -O2 -fPIC -g0 -Wall -Iemu/include -flto -DCUEMU_HOOKS_LTO=1 -c -o $@ $<
+endif
 $(EMU_BUILD)/obj/%.cpp.o: emu/%.cpp $(EMU_HEADERS) $(EMU_PRIV_H)
 	@mkdir -p $(@D)
 	$(CXX) $(EMU_CXXFLAGS) -c -o $@ $<
@@ -129,8 +150,8 @@ $(EMU_ALONE_BIN): emu/tests/alone/core_alone.c emu/tests/alone/stub_runtime.c \
                   emu/tests/alone/stub_runtime.h $(EMU_CORE_OBJ) $(wildcard emu/include/*.h)
 	@mkdir -p $(@D)
 	$(EMU_CC) $(EMU_CFLAGS) -c -o $@-stub.o emu/tests/alone/stub_runtime.c
-	$(EMU_CXX) -x c -std=gnu11 -O2 -fPIC -g -Wall -Iemu/include $(if $(EMU_TRACE),-DCORE_ALONE_TRACE $(EMU_TRACE)) $(EMU_SANFLAGS) -c -o $@.o emu/tests/alone/core_alone.c
-	$(EMU_CC) -o $@ $@.o $@-stub.o $(EMU_CORE_OBJ) $(EMU_LDLIBS)
+	$(EMU_CXX) -x c -std=gnu11 -O2 -fPIC -g -Wall -Iemu/include $(if $(EMU_TRACE),-DCORE_ALONE_TRACE $(EMU_TRACE)) $(EMU_LTOFLAGS) $(EMU_SANFLAGS) -c -o $@.o emu/tests/alone/core_alone.c
+	$(if $(EMU_LTO),$(EMU_CXX),$(EMU_CC)) -o $@ $@.o $@-stub.o $(EMU_CORE_OBJ) $(EMU_LDLIBS)
 
 emu-lib: $(EMU_REWRITE) $(EMU_RUNTIME)
 emu-tests: $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_TEST_BIN) $(EMU_ALONE_BIN) ## build the emulator's own tests

@@ -4,8 +4,11 @@
  *
  * Emulated .cu files are compiled by clang with -fsanitize-coverage=trace-loads,trace-stores
  * (emu/emu.mk): before each load or store of 1, 2, 4, 8 or 16 bytes the compiler calls
- * __sanitizer_cov_loadN / __sanitizer_cov_storeN with the address. Host code in the same file
- * is instrumented too; outside a kernel (cuemu_cur == NULL) a callback returns at once.
+ * __sanitizer_cov_loadN / __sanitizer_cov_storeN with the address. Those hooks are in hooks.c
+ * (inlined into the kernels at the link where it can be): their fast path settles the common
+ * accesses from cuemu_fast, which this file keeps, and calls cuemu_access_slow here for the
+ * rest. Host code in the same file is instrumented too; outside a launch the fast path settles
+ * every access, and outside a kernel (cuemu_cur == NULL) the slow path returns at once.
  *
  * Interface (declared in core_internal.h for the scheduler; cuemu_access_forget and
  * cuemuNoAccess in cuemu_core.h):
@@ -50,38 +53,55 @@
 #define E_LAUNCH_FAILURE 719
 
 CUEMU_HIDDEN int cuemu_atomic_depth;            /* > 0 inside an atomic (not a race) */
-void (*cuemu_access_observer)(const void *addr, unsigned size, int write, void *pc);
+CUEMU_HIDDEN void (*cuemu_access_observer)(const void *addr, unsigned size, int write, void *pc);
 
-/* ---- shared regions and their shadow ----------------------------------------------------------- */
-typedef struct {
-    uint32_t w_epoch, r_epoch;      /* block-wide barrier epoch of the last write / read      */
-    uint32_t w_wep, r_wep;          /* the accessing warp's rendezvous count at that time     */
-    int32_t  w_tid, r_tid;          /* linear thread; r_tid -2: several readers               */
-    uint8_t  w_mask, r_mask;        /* bytes of the word                                      */
-    uint32_t quiet;                 /* == the epoch while a read can change nothing: several
-                                       threads read every byte and none wrote in this epoch */
-    void    *w_pc, *r_pc;
-} shadow;
-
-typedef struct {
-    char *lo;
-    size_t n;
-    const char *name;
-    shadow *sh;
-    int dynamic;
-} region;
-
+/* ---- shared regions and their shadow (the types: core_internal.h) ------------------------------ */
 #define MAX_REGIONS 256
 static region g_reg[MAX_REGIONS];
 static int g_nreg;
 static uintptr_t g_lo, g_hi;                   /* bounding box of every region (0, 0: none) */
-/* The two regions the last shared accesses hit, tried first: a kernel's accesses mostly
-   alternate between one or two arrays (a tiled matmul's two tiles). */
-static region *g_hit[2] = { &g_reg[0], &g_reg[0] };
-static uint32_t g_epoch = 1;
+/* What the hooks' fast path reads (hooks.c): derived from the state here by fast_update() while
+   a launch runs, and "nothing to check" outside one (hit[]: see find_region). */
+CUEMU_HIDDEN struct cuemu_access_fast cuemu_fast = {
+    0, 0, UINTPTR_MAX, 0,
+    { &g_reg[0], &g_reg[0], &g_reg[0], &g_reg[0], &g_reg[0], &g_reg[0], &g_reg[0], &g_reg[0] }, 1
+};
+#define g_hit   cuemu_fast.hit
+#define g_epoch cuemu_fast.epoch
 static uint32_t g_wep[32];
 static int g_race_on = -1;
+static int g_armed;                             /* a launch runs */
 static const cuemu_launch_desc *g_launch;
+static uintptr_t g_zlo = UINTPTR_MAX, g_zhi;    /* bounding box of the guard zones (below) */
+
+/* The fast path's view. Outside a launch nothing is checked (no kernel thread runs); with an
+   observer every access goes to the slow path (the zone box spans everything); without the
+   race check no shared access needs one. */
+void cuemu_access_fast_update(void)
+{
+    struct cuemu_access_fast *f = &cuemu_fast;
+    if (!g_armed) {
+        f->lo = f->span = 0;
+        f->zlo = UINTPTR_MAX;
+        f->zhi = 0;
+    } else if (cuemu_access_observer) {
+        f->lo = f->span = 0;
+        f->zlo = 0;
+        f->zhi = UINTPTR_MAX;
+    } else {
+        f->lo = g_lo;
+        f->span = g_race_on ? g_hi - g_lo : 0;
+        f->zlo = g_zlo;
+        f->zhi = g_zhi;
+    }
+}
+
+/* Addresses inside the regions' bounding box but in none of them, found lately: the guard
+   variable of each __shared__ declaration's registration (a static the rewriter adds beside the
+   variable, tested by every thread that passes the declaration) lies between shared arrays. */
+#define MISSES 8
+static uintptr_t g_miss[MISSES];
+static unsigned g_miss_next;
 
 static void bounds(void)
 {
@@ -93,6 +113,8 @@ static void bounds(void)
         if ((uintptr_t)g_reg[i].lo + g_reg[i].n > g_hi) g_hi = (uintptr_t)g_reg[i].lo + g_reg[i].n;
     }
     if (g_hi == 0) g_lo = 0;
+    memset(g_miss, 0, sizeof g_miss);       /* a new region may hold one of them */
+    cuemu_access_fast_update();
 }
 
 static void region_set(region *r, void *p, size_t n, const char *name, int dynamic)
@@ -132,9 +154,16 @@ void cuemu_access_launch(const struct cuemu_launch_desc *d, void *dyn, size_t dy
         g_race_on = !(e && e[0] == '0');
     }
     if (g_nreg == 0) g_nreg = 1;
+    g_armed = 1;
     region_set(&g_reg[0], dyn, dyn ? dyn_size : 0, dyn_name, 1);
-    bounds();
     cuemu_profile_launch(d);
+    bounds();
+}
+
+void cuemu_access_launch_end(void)
+{
+    g_armed = 0;
+    cuemu_access_fast_update();
 }
 
 /* For the profile (profile.c): 1 if p lies in the dynamic shared area or a __shared__ variable. */
@@ -262,7 +291,6 @@ typedef struct { uintptr_t lo, hi, buf_lo, buf_hi; } zone;
 #define MAX_ZONES 4096
 static zone g_zone[MAX_ZONES];
 static int g_nzone;
-static uintptr_t g_zlo = UINTPTR_MAX, g_zhi;
 
 static void zone_bounds(void)
 {
@@ -272,6 +300,7 @@ static void zone_bounds(void)
         if (g_zone[i].lo < g_zlo) g_zlo = g_zone[i].lo;
         if (g_zone[i].hi > g_zhi) g_zhi = g_zone[i].hi;
     }
+    cuemu_access_fast_update();
 }
 
 /* Exported for ctypes: bytes [p, p+n) of an allocation must not be touched by a kernel (on = 1)
@@ -387,22 +416,36 @@ static __attribute__((noinline)) region *find_region_slow(uintptr_t a)
     return NULL;
 }
 
-/* The region holding address a, or NULL: the last two regions found first. */
+/* The region holding address a, or NULL: the regions found last tried first, the latest
+   first (a kernel's accesses mostly go to a few arrays: a tiled matmul's two tiles, a merge
+   sort's eight). */
 static inline region *find_region(uintptr_t a)
 {
     if (a - g_lo >= g_hi - g_lo) return NULL;
     region *r = g_hit[0];
     if (a - (uintptr_t)r->lo < r->n) return r;
-    r = g_hit[1];
-    if (a - (uintptr_t)r->lo < r->n) return r;
-    if (!(r = find_region_slow(a))) return NULL;
-    g_hit[1] = g_hit[0];
+    int i = 1;
+    for (; i < CUEMU_HITS; i++) {
+        r = g_hit[i];
+        if (a - (uintptr_t)r->lo < r->n) break;
+    }
+    if (i == CUEMU_HITS) {
+        for (int k = 0; k < MISSES; k++)
+            if (g_miss[k] == a) return NULL;
+        if (!(r = find_region_slow(a))) {
+            g_miss[g_miss_next++ % MISSES] = a;
+            return NULL;
+        }
+        i = CUEMU_HITS - 1;
+    }
+    for (; i > 0; i--) g_hit[i] = g_hit[i - 1];
     g_hit[0] = r;
     return r;
 }
 
-/* Everything about one access that needs_nothing() could not settle. */
-static __attribute__((noinline)) void access(const void *addr, unsigned size, int write, void *pc)
+/* Everything about one access that the hooks' fast path (hooks.c) could not settle; pc is the
+   code address of the access (the return address of the hook, or of the call here). */
+__attribute__((noinline)) void cuemu_access_slow(const void *addr, unsigned size, int write, void *pc)
 {
     if (!cuemu_cur) return;
     uintptr_t a = (uintptr_t)addr;
@@ -433,38 +476,9 @@ static __attribute__((noinline)) void access(const void *addr, unsigned size, in
     if (cuemu_access_observer) cuemu_access_observer(addr, size, write, pc);
 }
 
-/* 1 when the access certainly needs nothing more: it is made outside a kernel, or, while no
-   profile counts, it is a global access away from every guard zone or a read of a shared word
-   already read by several threads and written by none since the last barrier (word_access
-   would return at once). Inlined into each hook, it is the whole of the common case, and no
-   stack frame is set up for it. */
-static inline __attribute__((always_inline)) int needs_nothing(uintptr_t a, unsigned size,
-                                                               int write)
+/* The same, called from the fast path inlined into the kernel (hooks.c, CUEMU_HOOKS_LTO): this
+   call's own return address is the access's. */
+__attribute__((noinline)) void cuemu_access_slow_here(const void *addr, unsigned size, int write)
 {
-    if (!cuemu_cur) return 1;
-    if (cuemu_access_observer) return 0;
-    if (a - g_lo >= g_hi - g_lo) return a + size <= g_zlo || a >= g_zhi;
-    if (write || size != 4 || !g_race_on || cuemu_atomic_depth) return 0;
-    for (int i = 0; i < 2; i++) {
-        const region *r = g_hit[i];
-        size_t off = (size_t)(a - (uintptr_t)r->lo);
-        if (off < r->n) return !(off & 3) && off + 4 <= r->n && r->sh[off / 4].quiet == g_epoch;
-    }
-    return 0;
+    cuemu_access_slow(addr, size, write, __builtin_return_address(0));
 }
-
-#define HOOK(N, T)                                                                         \
-    void __sanitizer_cov_load##N(T *p)                                                     \
-    {                                                                                      \
-        if (!needs_nothing((uintptr_t)p, N, 0)) access(p, N, 0, __builtin_return_address(0)); \
-    }                                                                                      \
-    void __sanitizer_cov_store##N(T *p)                                                    \
-    {                                                                                      \
-        if (!needs_nothing((uintptr_t)p, N, 1)) access(p, N, 1, __builtin_return_address(0)); \
-    }
-HOOK(1, uint8_t)
-HOOK(2, uint16_t)
-HOOK(4, uint32_t)
-HOOK(8, uint64_t)
-HOOK(16, __int128)
-#undef HOOK

@@ -8,6 +8,7 @@
 #define CUEMU_CORE_INTERNAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "cuemu_core.h"
 #include "cuemu_internal.h"
 
@@ -15,7 +16,48 @@
 extern "C" {
 #endif
 
-/* ---- the access hooks (access.c; see its header comment), told by the scheduler ----------- */
+/* ---- the access hooks (hooks.c, access.c; see access.c's header comment) ------------------- */
+/* The race detector's shadow of one 4-byte shared word. */
+typedef struct {
+    uint32_t w_epoch, r_epoch;      /* block-wide barrier epoch of the last write / read      */
+    uint32_t w_wep, r_wep;          /* the accessing warp's rendezvous count at that time     */
+    int32_t  w_tid, r_tid;          /* linear thread; r_tid -2: several readers               */
+    uint8_t  w_mask, r_mask;        /* bytes of the word                                      */
+    uint32_t quiet;                 /* == the epoch while a read can change nothing: several
+                                       threads read every byte and none wrote in this epoch */
+    void    *w_pc, *r_pc;
+} shadow;
+
+/* A shared region: the dynamic area or a static __shared__ variable. */
+typedef struct {
+    char *lo;
+    size_t n;
+    const char *name;
+    shadow *sh;
+    int dynamic;
+} region;
+
+/* What the hooks' inline fast path reads (kept by access.c): an access needs the slow path
+   when it lies in [lo, lo + span) (where shared regions are) and is not a read of a quiet word
+   of hit[0] or hit[1], or when it touches [zlo, zhi) (where guard zones are). hit[]: the regions
+   the last shared accesses hit, the latest first (CUEMU_HITS of them, for the slow path). */
+#define CUEMU_HITS 8
+struct cuemu_access_fast {
+    uintptr_t lo, span;
+    uintptr_t zlo, zhi;
+    region   *hit[CUEMU_HITS];
+    uint32_t  epoch;             /* the block-wide barrier epoch */
+};
+extern CUEMU_HIDDEN struct cuemu_access_fast cuemu_fast;
+/* The slow path: every check of one access (pc: its code address). */
+CUEMU_HIDDEN void cuemu_access_slow(const void *addr, unsigned size, int write, void *pc);
+/* The same, with pc the return address of this call (from a fast path inlined at the access). */
+CUEMU_HIDDEN void cuemu_access_slow_here(const void *addr, unsigned size, int write);
+/* Recomputes cuemu_fast (the observer, the regions or the zones changed). */
+void cuemu_access_fast_update(void);
+void cuemu_access_launch_end(void);
+
+/* Told by the scheduler: */
 void cuemu_access_launch(const struct cuemu_launch_desc *d, void *dyn, size_t dyn_size,
                          const char *dyn_name);
 void cuemu_access_dyn_name(const char *name);
@@ -26,13 +68,19 @@ void cuemu_access_shared_var(void *p, size_t n, const char *name);
 /* For the profile: 1 if p lies in the dynamic shared area or a __shared__ variable. */
 int  cuemu_access_in_shared(const void *p);
 /* Called for every access a kernel thread makes, once the checks passed (NULL: nobody). */
-extern void (*cuemu_access_observer)(const void *addr, unsigned size, int write, void *pc);
+extern CUEMU_HIDDEN void (*cuemu_access_observer)(const void *addr, unsigned size, int write,
+                                                  void *pc);
 
 /* ---- the memory-access profile (profile.c), told of launches and blocks by access.c -------- */
 void cuemu_profile_launch(const struct cuemu_launch_desc *d);
 void cuemu_profile_block(void);
 
 /* ---- the scheduler (sched.c) ---------------------------------------------------------------- */
+/* The lazy phase of a block (see g_lazy in sched.c), read by cuemu_thread_next (hooks.c):
+   the thread at order position cuemu_seq runs; positions up to cuemu_seq_last (-1 outside the
+   lazy phase) follow it on the same stack; cuemu_order_pub[pos] is that thread. */
+extern CUEMU_HIDDEN int cuemu_seq, cuemu_seq_last;
+extern CUEMU_HIDDEN cuemu_thread_pub **cuemu_order_pub;
 /* Stops the running launch with err (the message, unless "", is reported as the launch's diagnostic;
    sticky: until cudaDeviceReset, else the launch's own error, returned once by the
    synchronisation that ran it). */

@@ -334,6 +334,7 @@ static void init(void)
     g_on = g_env;
     if (g_on) {
         cuemu_access_observer = observe;
+        cuemu_access_fast_update();
         atexit(report_at_exit);
     }
 }
@@ -347,6 +348,7 @@ int cuemuProfileEnable(int on)
     if (!on && g_on) flush();
     g_on = on ? 1 : 0;
     cuemu_access_observer = g_on ? observe : NULL;
+    cuemu_access_fast_update();
     return was;
 }
 

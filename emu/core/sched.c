@@ -127,16 +127,19 @@ static unsigned g_gen;
 static int      g_any_blocked;
 /* While g_lazy, no thread of the block has waited for another yet: the threads run one after
    another, in order, on one stack (that of g_th[g_order[0]], which started the block), and the
-   one running is the one at order position g_seq. What the finished ones leave behind (their
+   one running is the one at order position cuemu_seq. What the finished ones leave behind (their
    state, their warps' exit bits, g_live) is written only when something needs it
    (lazy_settle): a barrier-free kernel never does, and pays no per-thread bookkeeping. */
-static int      g_lazy, g_seq;
-static int      g_seq_last;          /* g_n - 1 while g_lazy, else -1 */
+static int      g_lazy;
+CUEMU_HIDDEN int cuemu_seq;          /* the order position running (see core_internal.h) */
+CUEMU_HIDDEN int cuemu_seq_last = -1; /* g_n - 1 while g_lazy, else -1 */
 #define STARTED(t) ((t)->gen == g_gen)
 #define ST(t) (STARTED(t) ? (t)->state : T_RUN)
 static size_t   g_stack_size, g_page;
 static int     *g_order;             /* g_order[pos] = thread index */
-static cthread **g_order_th;         /* g_order_th[pos] = &g_th[g_order[pos]] */
+/* cuemu_order_pub[pos] = &g_th[g_order[pos]].pub (hooks.c's cuemu_thread_next reads it) */
+CUEMU_HIDDEN cuemu_thread_pub **cuemu_order_pub;
+#define ORDER_TH(pos) ((cthread *)cuemu_order_pub[pos])
 static int      g_n;                 /* threads in the block */
 static int      g_live, g_at_bar, g_bar_mismatch, g_bar_count, g_bar_last_count, g_bar_last_n;
 static const char *g_bar_file;
@@ -315,8 +318,8 @@ static void pool_free(void)
         if (g_th[i].tsan_fiber) __tsan_destroy_fiber(g_th[i].tsan_fiber);
 #endif
     }
-    free(g_th); free(g_order); free(g_order_th); free(g_free_stk);
-    g_th = NULL; g_order = NULL; g_order_th = NULL; g_free_stk = NULL; g_th_cap = 0;
+    free(g_th); free(g_order); free(cuemu_order_pub); free(g_free_stk);
+    g_th = NULL; g_order = NULL; cuemu_order_pub = NULL; g_free_stk = NULL; g_th_cap = 0;
 }
 
 /* Stacks are allocated once and reused by every block of every launch. */
@@ -337,11 +340,12 @@ static int pool_reserve(int n)
     if (n <= g_th_cap) return 0;
     cthread *th = (cthread *)realloc(g_th, sizeof(cthread) * (size_t)n);
     int *order = (int *)realloc(g_order, sizeof(int) * (size_t)n);
-    cthread **order_th = (cthread **)realloc(g_order_th, sizeof(cthread *) * (size_t)n);
+    cuemu_thread_pub **order_th =
+        (cuemu_thread_pub **)realloc(cuemu_order_pub, sizeof(cuemu_thread_pub *) * (size_t)n);
     char **fr = (char **)realloc(g_free_stk, sizeof(char *) * (size_t)n);
     if (th) g_th = th;
     if (order) g_order = order;
-    if (order_th) g_order_th = order_th;
+    if (order_th) cuemu_order_pub = order_th;
     if (fr) g_free_stk = fr;
     if (!th || !order || !order_th || !fr) return -1;
     for (int i = g_th_cap; i < n; i++) {
@@ -416,7 +420,7 @@ static void fiber_main(void *arg)
             /* the whole block ran without a wait: only t, which owns this stack, needs to
                say it finished (switch_to frees the stack) */
             g_lazy = 0;
-            g_seq_last = -1;
+            cuemu_seq_last = -1;
             g_live = 0;
             t->state = T_DONE;
             switch_to(t, NULL);
@@ -446,38 +450,31 @@ static void fiber_main(void *arg)
     }
 }
 
-/* Ends the block's lazy phase (see g_lazy): the threads before order position g_seq finished,
-   the one at g_seq runs on the first thread's stack, and from now on every thread's state is
+/* Ends the block's lazy phase (see g_lazy): the threads before order position cuemu_seq finished,
+   the one at cuemu_seq runs on the first thread's stack, and from now on every thread's state is
    kept up to date. Called before anything reads that state (a wait, __activemask, a report). */
 static void lazy_settle(void)
 {
     if (!g_lazy) return;
     g_lazy = 0;
-    g_seq_last = -1;
-    cthread *first = g_order_th[0];
-    for (int p = 0; p < g_seq && p < g_n; p++) {
-        cthread *d = g_order_th[p];
+    cuemu_seq_last = -1;
+    cthread *first = ORDER_TH(0);
+    for (int p = 0; p < cuemu_seq && p < g_n; p++) {
+        cthread *d = ORDER_TH(p);
         d->gen = g_gen;
         d->state = T_DONE;
         d->stack_lo = first->stack_lo;
         g_warps[d->pub.warp].exited |= 1u << d->pub.lane;
     }
-    g_live = g_seq < g_n ? g_n - g_seq : 0;
-    if (g_seq > 0 && g_seq < g_n) {
-        cthread *c = g_order_th[g_seq];
+    g_live = cuemu_seq < g_n ? g_n - cuemu_seq : 0;
+    if (cuemu_seq > 0 && cuemu_seq < g_n) {
+        cthread *c = ORDER_TH(cuemu_seq);
         thread_start(c);
         c->stack_lo = first->stack_lo;
     }
 }
 
-int cuemu_thread_next(void)
-{
-    if (g_seq >= g_seq_last) return 0;
-    cthread *u = g_order_th[++g_seq];
-    cuemu_cur = &u->pub;
-    cuemu_tidx = u->pub.idx;
-    return 1;
-}
+/* cuemu_thread_next, which runs between the threads of the lazy phase, is in hooks.c. */
 
 static void barrier_arrive(const char *file, int line, int pred)
 {
@@ -1278,7 +1275,7 @@ static void order_fill(unsigned long long block_linear)
     }
     for (int i = 0; i < g_n; i++) {
         g_th[g_order[i]].pos = i;
-        g_order_th[i] = &g_th[g_order[i]];
+        cuemu_order_pub[i] = &g_th[g_order[i]].pub;
     }
 }
 
@@ -1300,8 +1297,8 @@ static int run_block(void)
     g_live = g_n;
     g_at_bar = g_bar_mismatch = g_bar_count = 0;
     g_lazy = !CUEMU_TSAN_ON;
-    g_seq = 0;
-    g_seq_last = g_lazy ? g_n - 1 : -1;
+    cuemu_seq = 0;
+    cuemu_seq_last = g_lazy ? g_n - 1 : -1;
     switch_to(NULL, &g_th[g_order[0]]);
     return g_live > 0;
 }
@@ -1448,6 +1445,7 @@ int cuemu_launch_run(const cuemu_launch_desc *d)
         free(perm);
     }
 out:
+    cuemu_access_launch_end();
 #ifdef CUEMU_ASAN
     /* an aborted launch leaves stacks with the redzones of frames that never returned */
     if (err)

@@ -97,10 +97,38 @@ static inline uint3 make_uint3(unsigned int x, unsigned int y, unsigned int z)
 // ---- built-in variables ---------------------------------------------------------------------
 /* Macros, not variables: each read must see the fiber that is running now. Read-only like
    CUDA's (they are const references). */
+#if defined(CUEMU_TRACE) && defined(__clang__)
+/* In the build with load/store hooks (clang, emu/emu.mk) every load calls a hook, and the
+   built-in variables are read in nearly every line: three of a vector add's six hook calls per
+   thread were blockIdx.x, blockDim.x and threadIdx.x. They are the emulator's own globals,
+   never device memory, so they are read as one 12-byte integer: the instrumentation calls
+   hooks only for loads of 1, 2, 4, 8 or 16 bytes, and code generation still narrows the load
+   to the component used. An ordinary load otherwise: dropped when unused, read again after a
+   call (a thread switch is one). The variables are prvalues then, as good as CUDA's (whose
+   address may not be taken). */
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wbit-int-extension"
+namespace cuemu {
+typedef unsigned _BitInt(96) builtin_bits;
+static inline __attribute__((always_inline)) uint3 builtin(const uint3 &v)
+{
+    static_assert(sizeof(uint3) == 12, "uint3 is three unsigned ints");
+    builtin_bits w;
+    std::memcpy(&w, &v, sizeof v);
+    return uint3{(unsigned)w, (unsigned)(w >> 32), (unsigned)(w >> 64)};
+}
+}  // namespace cuemu
+#pragma clang diagnostic pop
+#define threadIdx (::cuemu::builtin(::cuemu_tidx))
+#define blockIdx  (::cuemu::builtin(::cuemu_block_idx))
+#define blockDim  (::cuemu::builtin(::cuemu_block_dim))
+#define gridDim   (::cuemu::builtin(::cuemu_grid_dim))
+#else
 #define threadIdx (static_cast<const uint3 &>(::cuemu_tidx))
 #define blockIdx  (static_cast<const uint3 &>(::cuemu_block_idx))
 #define blockDim  (static_cast<const uint3 &>(::cuemu_block_dim))
 #define gridDim   (static_cast<const uint3 &>(::cuemu_grid_dim))
+#endif
 constexpr int warpSize = 32;
 
 // ---- barriers and warp operations -----------------------------------------------------------

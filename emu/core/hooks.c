@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hooks.c: the code that runs for every load and store of an emulated kernel, and between its
+ * threads: the hottest code of the emulator, kept apart so that it can be inlined into kernels.
+ *
+ * clang's -fsanitize-coverage=trace-loads,trace-stores (emu/emu.mk) calls __sanitizer_cov_loadN /
+ * __sanitizer_cov_storeN before each access of N = 1, 2, 4, 8 or 16 bytes. The hook settles the
+ * common case in a few instructions (fast_done: a global access away from every guard zone, or a
+ * read of a shared word that several threads read and none wrote since the last barrier) and
+ * hands everything else to cuemu_access_slow (access.c), which holds every check.
+ *
+ * With link-time optimisation (CUEMU_HOOKS_LTO: the clang build, emu/emu.mk) this file is
+ * compiled to bitcode and linked with the kernels' bitcode, so each hook, and cuemu_thread_next,
+ * is inlined where the compiler put the call: no call, no registers saved around it, and the
+ * fast path's loads hoisted out of loops where nothing in the loop can change them. The slow
+ * path is then called from the kernel's code at the access, whose address it records itself
+ * (cuemu_access_slow_here); with no debug information here, the inlined instructions carry the
+ * source line of the access. Without it (a g++ or sanitizer build) the hooks are ordinary
+ * functions and pass their own return address.
+ */
+#include <stdint.h>
+
+#include "core_internal.h"
+
+#ifdef CUEMU_HOOKS_LTO
+#define HOOK_INLINE __attribute__((always_inline))
+#define SLOW(p, n, w) cuemu_access_slow_here((p), (n), (w))
+#else
+#define HOOK_INLINE
+#define SLOW(p, n, w) cuemu_access_slow((p), (n), (w), __builtin_return_address(0))
+#endif
+
+/* 1 when the access certainly needs nothing more (see cuemu_access_fast in core_internal.h).
+   Outside a launch, and for global accesses away from the guard zones, that is two compares. */
+static inline __attribute__((always_inline)) int fast_done(uintptr_t a, unsigned size, int write)
+{
+    const struct cuemu_access_fast *f = &cuemu_fast;
+    if (a - f->lo >= f->span) return a + size <= f->zlo || a >= f->zhi;
+    if (write || size != 4) return 0;
+    for (int i = 0; i < 2; i++) {
+        const region *r = f->hit[i];
+        size_t off = (size_t)(a - (uintptr_t)r->lo);
+        if (off < r->n) return !(off & 3) && off + 4 <= r->n && r->sh[off / 4].quiet == f->epoch;
+    }
+    return 0;
+}
+
+#define HOOK(N, T)                                                                         \
+    HOOK_INLINE void __sanitizer_cov_load##N(T *p)                                         \
+    {                                                                                      \
+        if (!fast_done((uintptr_t)p, N, 0)) SLOW(p, N, 0);                                 \
+    }                                                                                      \
+    HOOK_INLINE void __sanitizer_cov_store##N(T *p)                                        \
+    {                                                                                      \
+        if (!fast_done((uintptr_t)p, N, 1)) SLOW(p, N, 1);                                 \
+    }
+HOOK(1, uint8_t)
+HOOK(2, uint16_t)
+HOOK(4, uint32_t)
+HOOK(8, uint64_t)
+HOOK(16, __int128)
+#undef HOOK
+
+/* A thread's kernel body returned during the block's lazy phase (sched.c): the next thread in
+   order becomes current and runs on the same stack, with no switch. 0 when the caller must go
+   back to the core (the block is done, or some thread waited). */
+HOOK_INLINE int cuemu_thread_next(void)
+{
+    if (cuemu_seq >= cuemu_seq_last) return 0;
+    cuemu_thread_pub *u = cuemu_order_pub[++cuemu_seq];
+    cuemu_cur = u;
+    cuemu_tidx = u->idx;
+    return 1;
+}
