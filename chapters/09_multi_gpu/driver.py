@@ -111,10 +111,9 @@ def c_api(lib):
         nccl_version=lib.bind("nccl_version", [IP]),
         # int nccl_allreduce(team *t, float *const *bufs, size_t n)
         nccl_allreduce=lib.bind("nccl_allreduce", [P, ctypes.POINTER(P), Z]),
-        # int bench_peer_copy(int dst_dev, int src_dev, size_t bytes, int reps, float *times_ms)
-        bench_peer_copy=lib.bind("bench_peer_copy", [I, I, Z, I, tut.c_float_p]),
-        # int bench_peer_kernel(int dev, int peer, size_t bytes, int reps, float *times_ms)
-        bench_peer_kernel=lib.bind("bench_peer_kernel", [I, I, Z, I, tut.c_float_p]),
+        # int bench_peer_read(int dev, int peer, size_t bytes, int by_kernel, int reps,
+        #     float *times_ms)
+        bench_peer_read=lib.bind("bench_peer_read", [I, I, Z, I, I, tut.c_float_p]),
         # int bench_allreduce(team *t, float *const *bufs, size_t n, int ndev, int which,
         #     int reps, float *times_ms)
         bench_allreduce=lib.bind("bench_allreduce", [P, ctypes.POINTER(P), Z, I, I, I,
@@ -1159,7 +1158,7 @@ def _bench_peer(lib, b, gpu, ceiling):
         for size in sizes:
             for dst, src in ((1, 0), (0, 1)):
                 reps = 20 if size <= 16 * MiB else 10
-                ms = tut.median_ms(lambda r, t: api.bench_peer_copy(dst, src, size, r, t), reps)
+                ms = tut.median_ms(lambda r, t: api.bench_peer_read(dst, src, size, 0, r, t), reps)
                 table[(size, src, dst, access)] = ms
     peer_access_off(lib)
     print(f"  {'size':>8}  {'0->1 off':>10}  {'1->0 off':>10}  {'0->1 on':>10}  {'1->0 on':>10}"
@@ -1187,7 +1186,7 @@ def _bench_peer(lib, b, gpu, ceiling):
     b.figure(f"peer access on / off, 0->1, {_size(top)}", on / off, "x")
     # A kernel on device 1 loading device 0's memory over the link, against the copy engine.
     peer_enable_all_reference(lib, [0, 1])
-    ms = tut.median_ms(lambda r, t: api.bench_peer_kernel(1, 0, top, r, t), 10)
+    ms = tut.median_ms(lambda r, t: api.bench_peer_read(1, 0, top, 1, r, t), 10)
     peer_access_off(lib)
     pull = top / (ms * 1e-3) / 1e9
     b.row(f"kernel on 1 loading 0's memory, {_size(top)} (ratio: to the copy)", pull, "GB/s",

@@ -17,45 +17,6 @@ extern "C" int nccl_allreduce_queue(team *t, float *const *bufs, size_t n);
 
 #define BENCH_MAX 8
 
-/* cudaMemcpyPeerAsync of `bytes` from src_dev to dst_dev, on a stream of dst_dev, between two
-   events of dst_dev, `reps` times after a warm-up. Whether the copy goes straight over the
-   link or through host memory is the peer-access state the caller set. The source is filled
-   (never time a copy of fresh memory: some drivers map it lazily). */
-extern "C" int bench_peer_copy(int dst_dev, int src_dev, size_t bytes, int reps, float *times_ms)
-{
-    int status = 0, prev = -1;
-    void *src = NULL, *dst = NULL;
-    cudaStream_t stream = NULL;
-    tut_timer t = {0};
-
-    CUDA_CHECK(cudaGetDevice(&prev));
-    CUDA_CHECK(cudaSetDevice(src_dev));
-    CUDA_CHECK(cudaMalloc(&src, bytes));
-    CUDA_CHECK(cudaMemset(src, 0x5A, bytes));
-    CUDA_CHECK(cudaDeviceSynchronize());
-    CUDA_CHECK(cudaSetDevice(dst_dev));
-    CUDA_CHECK(cudaMalloc(&dst, bytes));
-    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    CUDA_CHECK(tut_timer_init(&t));
-    for (int i = -1; i < reps; i++) {   /* i = -1: the warm-up, not timed */
-        CUDA_CHECK(tut_timer_start(&t, stream));
-        CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_dev, src, src_dev, bytes, stream));
-        CUDA_CHECK(tut_timer_lap(&t, i, times_ms));
-    }
-cleanup:
-    if (stream) {
-        cudaStreamSynchronize(stream);
-        cudaStreamDestroy(stream);
-    }
-    tut_timer_free(&t);
-    cudaFree(dst);
-    if (src != NULL && cudaSetDevice(src_dev) == cudaSuccess)
-        cudaFree(src);
-    if (prev >= 0)
-        cudaSetDevice(prev);
-    return status;
-}
-
 /* y = x on dev, x read by the kernel from peer's memory over the link, one 4-byte load per
    thread (grid-stride): what a kernel that uses another device's memory directly gets, next
    to the copy engine's cudaMemcpyPeerAsync. Needs peer access from dev to peer (the caller's). */
@@ -66,7 +27,13 @@ __global__ void bench_pull_kernel(const float *x, float *y, size_t n)
         y[i] = x[i];
 }
 
-extern "C" int bench_peer_kernel(int dev, int peer, size_t bytes, int reps, float *times_ms)
+/* `bytes` of peer's memory brought to dev, on a stream of dev, between two events of dev,
+   `reps` times after a warm-up: by the copy engine (by_kernel 0: cudaMemcpyPeerAsync; whether
+   it goes straight over the link or through host memory is the peer-access state the caller
+   set) or by bench_pull_kernel on dev (by_kernel 1: needs peer access from dev to peer). The
+   source is filled (never time a copy of fresh memory: some drivers map it lazily). */
+extern "C" int bench_peer_read(int dev, int peer, size_t bytes, int by_kernel, int reps,
+                               float *times_ms)
 {
     int status = 0, prev = -1, sms = 0;
     float *src = NULL, *dst = NULL;
@@ -84,10 +51,14 @@ extern "C" int bench_peer_kernel(int dev, int peer, size_t bytes, int reps, floa
     CUDA_CHECK(cudaMalloc(&dst, bytes));
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     CUDA_CHECK(tut_timer_init(&t));
-    for (int i = -1; i < reps; i++) {
+    for (int i = -1; i < reps; i++) {   /* i = -1: the warm-up, not timed */
         CUDA_CHECK(tut_timer_start(&t, stream));
-        bench_pull_kernel<<<8 * sms, 256, 0, stream>>>(src, dst, n);   /* 8 blocks per SM */
-        CUDA_CHECK_LAUNCH();
+        if (by_kernel) {
+            bench_pull_kernel<<<8 * sms, 256, 0, stream>>>(src, dst, n);   /* 8 blocks per SM */
+            CUDA_CHECK_LAUNCH();
+        } else {
+            CUDA_CHECK(cudaMemcpyPeerAsync(dst, dev, src, peer, bytes, stream));
+        }
         CUDA_CHECK(tut_timer_lap(&t, i, times_ms));
     }
 cleanup:
