@@ -609,7 +609,6 @@ def _early_read_child():
     """Run in a child process by test_early_read: a kernel is launched on managed memory and the
     host reads it before any synchronisation. On the emulator the read is reported and the
     context is broken from then on (which is why this runs in a process of its own)."""
-    import json
     lib = tut.load_chapter(CH.name)
     result = {"read": None, "next_call": "cudaSuccess"}
     try:
@@ -623,8 +622,7 @@ def _early_read_child():
                 result["next_call"] = e.name
     except (tut.CudaError, ValueError) as e:   # the teardown of a broken context
         result.setdefault("teardown", str(e)[:200])
-    print("RESULT " + json.dumps(result), flush=True)
-    return 0
+    return tut.child_result(result)
 
 
 @CH.check("early-read", "the emulator reports a host read of managed memory a queued kernel "

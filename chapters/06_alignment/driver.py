@@ -14,9 +14,6 @@ From the repository's root (make run uses the exercise tree; TUT_TREE=solutions 
 """
 import ctypes
 import functools
-import json
-import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -302,35 +299,21 @@ def random_bodies(rng, layout, n):
 
 # ---- the misaligned float4, in a child process --------------------------------------------------
 def _misaligned_child(offset):
-    """Run in a child process by misaligned_in_child(): one float4 load at offset floats,
+    """Run in a child process by test_misaligned: one float4 load at offset floats,
     reported as JSON. A fault inside a kernel is sticky (every later CUDA call in the process
     fails too, and CUDA's documentation says the process must end), so the tests never let it
     happen in their own process."""
     lib = tut.load_chapter(CH.name)
     result = {"name": "cudaSuccess", "diagnostic": "", "next_call": "cudaSuccess"}
     try:
-        float4_load(lib, offset)
+        float4_load(lib, int(offset))
     except tut.CudaError as e:
         result.update(name=e.name, diagnostic=e.diagnostic, where=e.where)
         try:
             lib.synchronize()
         except tut.CudaError as e2:
             result["next_call"] = e2.name
-    print("RESULT " + json.dumps(result), flush=True)
-    return 0
-
-
-def misaligned_in_child(offset, timeout=120):
-    """(result dict or None, the child's output): _misaligned_child in a fresh interpreter."""
-    code = "import sys, driver; sys.exit(driver._misaligned_child(int(sys.argv[1])))"
-    proc = subprocess.run([sys.executable, "-c", code, str(offset)], capture_output=True,
-                          text=True, timeout=timeout, cwd=Path(__file__).resolve().parent,
-                          env=dict(os.environ, TUT_TREE=tut.tree(), TUT_BACKEND=tut.backend()))
-    output = proc.stdout + proc.stderr
-    for line in proc.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[len("RESULT "):]), output
-    return None, f"the child exited with {proc.returncode}:\n{output[-2000:]}"
+    return tut.child_result(result)
 
 
 # ---- tests --------------------------------------------------------------------------------------
@@ -466,7 +449,7 @@ def test_misaligned(ctx):
         if float4_load(ctx.lib, offset) != 0.0:
             raise AssertionError(f"float4 load at offset {offset}: wrong sum")
     used = ctx.lib.mem_used()
-    result, output = misaligned_in_child(1)
+    result, _ = tut.run_child(__file__, "_misaligned_child", 1)
     for _ in range(100):   # the child's context is torn down as it exits: let the driver finish
         if ctx.lib.mem_used() <= used:
             break
@@ -476,12 +459,11 @@ def test_misaligned(ctx):
     # (H200, 2026-12-01, make sanitize).
     want = {"cudaErrorMisalignedAddress"} | (
         {"cudaErrorLaunchFailure"} if tut.under_sanitizer() else set())
-    if result is None or result["name"] not in want:
-        got = output if result is None else f"{result['name']}"
+    if result["name"] not in want:
         # No skip on the emulator: the lesson says it catches a misaligned float4 (and so an
         # 06.3 without its head), and this check keeps that true.
         raise AssertionError(f"float4 load at a 4-byte offset: want cudaErrorMisalignedAddress, "
-                             f"got {got}")
+                             f"got {result['name']}")
     if result["next_call"] != result["name"]:
         raise AssertionError(f"after the fault, the next CUDA call gave {result['next_call']}: "
                              f"the error should be sticky")

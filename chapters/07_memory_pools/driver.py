@@ -804,7 +804,6 @@ def _forgotten_wait_child():
     happen. A block is held by a kernel on s1 and written at once on s2, with nothing ordering
     the two (no event, no synchronisation). The emulator's stream-race detector reports it, and
     the context is broken from then on (which is why this runs in a process of its own)."""
-    import json
     lib = tut.load_chapter(CH.name)
     result = {"error": None}
     try:
@@ -818,8 +817,7 @@ def _forgotten_wait_child():
             s2.synchronize()
     except (tut.CudaError, ValueError) as e:
         result["error"] = getattr(e, "name", type(e).__name__)
-    print("RESULT " + json.dumps(result), flush=True)
-    return 0
+    return tut.child_result(result)
 
 
 @CH.check("stream-race", "the emulator reports two streams using one block with nothing "

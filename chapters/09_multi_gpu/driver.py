@@ -935,8 +935,7 @@ def child_peer_without_access():
         out = {"error": "none"}
     except tut.CudaError as e:
         out = {"error": e.name, "message": str(e)}
-    print("RESULT " + json.dumps(out), flush=True)
-    return 0
+    return tut.child_result(out)
 
 
 @CH.check("peer-copy", "cudaMemcpyPeer(Async) and cudaMemcpyDefault, with and without access")
@@ -1031,8 +1030,7 @@ def child_ipc():
         out = {"error": "none"}
     except tut.CudaError as e:
         out = {"error": e.name, "message": str(e)}
-    print("RESULT " + json.dumps(out), flush=True)
-    return 0
+    return tut.child_result(out)
 
 
 @CH.check("nccl", "NCCL's all-reduce gives the ring's sums, exactly, on 1..N devices")

@@ -37,15 +37,17 @@ def stream_log(lib, call, detail=False):
     return [(ids[i], kinds[i]) for i in range(count) if kinds[i] < LOG_ADVICE]
 
 
-def run_child(driver_file, function, timeout=120):
-    """Run driver.<function>() in a process of its own (for a bug that breaks the CUDA context
-    it happens in) and return (its RESULT dict, what it wrote on stderr). The function prints
-    one line "RESULT <json>". The emulator's diagnoses go to the child's stderr: the quiet the
-    harness sets while a test runs (the row gets them instead) is not passed on."""
+def run_child(driver_file, function, *args, timeout=120):
+    """Run driver.<function>(*args) in a process of its own (for a bug that breaks the CUDA
+    context it happens in) and return (its RESULT dict, what it wrote on stderr). args are
+    passed as strings; the function ends with child_result(). The emulator's diagnoses go to
+    the child's stderr: the quiet the harness sets while a test runs (the row gets them
+    instead) is not passed on."""
     env = {k: v for k, v in os.environ.items() if k != "CUEMU_QUIET"}
     env.update(TUT_TREE=tree(), TUT_BACKEND=backend())
-    code = f"import sys, driver; sys.exit(driver.{function}())"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    code = f"import sys, driver; sys.exit(driver.{function}(*sys.argv[1:]))"
+    proc = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
+                          text=True,
                           timeout=timeout, cwd=Path(driver_file).resolve().parent, env=env)
     result = next((json.loads(line[7:]) for line in proc.stdout.splitlines()
                    if line.startswith("RESULT ")), None)
@@ -53,3 +55,10 @@ def run_child(driver_file, function, timeout=120):
         raise AssertionError(f"the child exited with {proc.returncode}:\n"
                              f"{(proc.stdout + proc.stderr)[-2000:]}")
     return result, proc.stderr
+
+
+def child_result(result):
+    """How a function run by run_child ends: its result as the one line run_child reads, and
+    exit status 0."""
+    print("RESULT " + json.dumps(result), flush=True)
+    return 0
