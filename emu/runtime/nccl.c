@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cuemu_half.h"
 #include "nccl.h"
 #include "rt_internal.h"
 
@@ -438,42 +439,6 @@ static size_t type_size(ncclDataType_t t)
     }
 }
 
-static float half_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 31, man = h & 0x3ff, bits;
-    if (exp == 31) bits = sign | 0x7f800000u | (man << 13);
-    else if (exp) bits = sign | ((exp + 112) << 23) | (man << 13);
-    else if (!man) bits = sign;
-    else {
-        /* subnormal: normalise */
-        exp = 113;
-        while (!(man & 0x400)) { man <<= 1; exp--; }
-        bits = sign | (exp << 23) | ((man & 0x3ff) << 13);
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-static uint16_t float_to_half(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000, absx = x & 0x7fffffff;
-    if (absx > 0x7f800000u) return (uint16_t)(sign | 0x7e00);           /* NaN */
-    if (absx >= 0x477ff000u) return (uint16_t)(sign | 0x7c00);          /* overflow: inf */
-    if (absx < 0x38800000u) {                                           /* subnormal or 0 */
-        if (absx < 0x33000000u) return (uint16_t)sign;
-        uint32_t e = absx >> 23, m = (absx & 0x7fffff) | 0x800000, shift = 126 - e;
-        uint32_t v = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (v & 1))) v++;
-        return (uint16_t)(sign | v);
-    }
-    uint32_t v = ((absx >> 13) - (112u << 10)), rem = absx & 0x1fff;
-    if (rem > 0x1000 || (rem == 0x1000 && (v & 1))) v++;
-    return (uint16_t)(sign | v);
-}
-
 static float bf16_to_float(uint16_t h)
 {
     uint32_t bits = (uint32_t)h << 16;
@@ -537,7 +502,7 @@ static void reduce_into(void *acc, const void *x, size_t n, ncclDataType_t t, nc
     case ncclUint64: INT_CASE(uint64_t, uint64_t)
     case ncclFloat32: FLT_CASE(float)
     case ncclFloat64: FLT_CASE(double)
-    case ncclFloat16: H16_CASE(half_to_float, float_to_half)
+    case ncclFloat16: H16_CASE(cuemu_h2f_bits, cuemu_f2h_bits)
     case ncclBfloat16: H16_CASE(bf16_to_float, float_to_bf16)
     default: break;
     }
