@@ -1,0 +1,343 @@
+# SPDX-License-Identifier: MIT
+"""make check's fast path: one warm process per chapter, a forked child per test.
+
+A fresh Python process per test paid for Python, NumPy and the library again for every one of
+a chapter's tests (most of `make check`'s time). Here a chapter's process imports its driver
+and loads its library once, then forks the tests, so each still runs in a process of its own:
+a test that crashes is a CRASH row (its JSON row is written first, as `driver.py --check --json`
+does), one that runs past its time is stopped and is a TIMEOUT row, with the seconds, and the
+other tests run all the same. The results are the per-test JSON files tools/summary.py reads,
+the same as `driver.py --check --only ID --json FILE` writes (which grading and make mutants
+still use, unchanged).
+
+- cpu backend: a child per test, as many at a time as there are cores (shared by all chapters
+  through a token pipe, as make's jobserver does). The chapter process makes no CUDA call
+  before it forks (it only loads the library), so the emulator may start threads lazily.
+- gpu backend: CUDA must not be initialised in a process that forks, and the leak check reads
+  cudaMemGetInfo, which is device-wide: one child runs the chapter's tests in order, one CUDA
+  context for all of them; after a crash or a timeout a new child takes the tests after it.
+"""
+import importlib.util
+import json
+import os
+import select
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from . import capture, paths
+from .errors import CudaError, NotBuilt
+
+# Seconds of CPU time a test may use (the emulator's watchdog stops a kernel sooner, see
+# WATCHDOG_S), and of wall time (a test blocked without using the CPU), before it is stopped.
+TEST_CPU_S = float(os.environ.get("TUT_TEST_TIMEOUT", 15))
+TEST_WALL_S = 4 * TEST_CPU_S
+# The emulator's watchdog (CPU seconds of one launch) under make check: a kernel that never
+# ends is stopped after this, with the lines it loops on, as a TIMEOUT row.
+WATCHDOG_S = 5
+
+
+def _cpu_seconds(pid):
+    """CPU time (user + system) a process has used so far, from /proc (Linux)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _write_json(path, rows):
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(str(path) + ".tmp")
+    tmp.write_text(json.dumps(rows, indent=1))
+    os.replace(tmp, path)
+
+
+def import_driver(chapter_dir):
+    """The chapter's driver.py as a module (its tests registered on module.CH)."""
+    name = f"tut_driver_{chapter_dir.name[:2]}"
+    spec = importlib.util.spec_from_file_location(name, chapter_dir / "driver.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class ChapterRun:
+    """One chapter's tests, in this (forked) process and its children."""
+
+    def __init__(self, chapter_dir, results, tokens=None, full=False):
+        self.dir, self.results, self.tokens, self.full = Path(chapter_dir), Path(results), tokens, full
+        self.backend = paths.backend()
+        self.seed = int.from_bytes(os.urandom(4), "little")
+
+    def json_path(self, test):
+        return self.results / f"{test['id']}.json"
+
+    def out_path(self, test):
+        return str(self.results / f"{test['id']}.out")
+
+    def run(self):
+        """Run every test of the chapter, writing its rows; returns nothing (the rows say it)."""
+        try:
+            module = import_driver(self.dir)
+            self.ch, self.warm_up = module.CH, getattr(module, "warm_up", None)
+        except Exception:
+            _write_json(self.results / f"{self.dir.name}.json", [{
+                "id": self.dir.name[:2], "title": f"chapter {self.dir.name}: its driver.py",
+                "exercise": False, "status": "ERROR", "seconds": 0, "backend": self.backend,
+                "message": "the driver could not be imported:\n" + traceback.format_exc()}])
+            return
+        tests = []
+        for t in self.ch.tests:
+            if t["exercise"] and paths.tree() == "chapters":
+                where, untouched_all = self.ch.untouched(t)
+                if untouched_all:   # not run: no fork for an exercise not started
+                    _write_json(self.json_path(t), [self.ch._result(
+                        t, self.backend, self.seed, time.perf_counter(), "NOT DONE",
+                        f"exercise not done yet: TODO(student) at {where}", todo=where,
+                        part="none")])
+                    continue
+            tests.append(t)
+        if not tests:
+            return
+        self.lib = None
+        if self.backend == "cpu":   # loaded once, before the forks (no CUDA call is made)
+            from .library import load_chapter
+            try:
+                self.lib = load_chapter(self.ch.name)
+            except NotBuilt as e:
+                return self._unrun(tests, "NOT BUILT", e.error or "the build failed",
+                                   build_log=e.log_path, todo=_place(e.error))
+            except (FileNotFoundError, OSError) as e:
+                return self._unrun(tests, "ERROR", str(e))
+        capture.enable_crash_reports()
+        if self.backend == "gpu":
+            self._sequential(tests)
+        else:
+            self._parallel(tests)
+        for t in tests:   # a child that died before the test started (in the warm-up?)
+            if not self.json_path(t).exists():
+                _write_json(self.json_path(t), [self.ch._result(
+                    t, self.backend, self.seed, time.perf_counter(), "CRASH",
+                    "the test process died before this test started (in the chapter's "
+                    "warm-up, or loading the library?)",
+                    output_file=str(self.results / f"{self.dir.name}.log"))])
+
+    def _unrun(self, tests, status, message, **extra):
+        for t in tests:
+            _write_json(self.json_path(t), [self.ch._result(
+                t, self.backend, None, time.perf_counter(), status, message, **extra)])
+
+    # -- the child ------------------------------------------------------------------------------
+    def _child(self, tests, report_fd):
+        """In a forked process: run tests in order, telling the parent 'S i' and 'E i' as each
+        starts and ends. Never returns."""
+        code = 0
+        try:
+            # what the child prints outside a test (a traceback) goes to the chapter's log
+            log = os.open(self.results / f"{self.dir.name}.log",
+                          os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            os.dup2(log, 1)
+            os.dup2(log, 2)
+            os.close(log)
+            os.setpgid(0, 0)   # so that a timeout stops what the test started too
+            os.environ["CUEMU_WATCHDOG_S"] = os.environ.get("CUEMU_WATCHDOG_S", str(WATCHDOG_S))
+            lib = self.lib
+            if lib is None:   # gpu: the library, and CUDA, only here
+                from .library import load_chapter
+                try:
+                    lib = load_chapter(self.ch.name)
+                except NotBuilt as e:
+                    self._unrun([t for _, t in tests], "NOT BUILT", e.error or "the build "
+                                "failed", build_log=e.log_path, todo=_place(e.error))
+                    os._exit(0)
+            skip = self.ch._cannot_run(lib)
+            if skip:
+                self._unrun([t for _, t in tests], "SKIP", skip)
+                os._exit(0)
+            if self.warm_up is not None:
+                self.warm_up(lib)
+            for i, t in tests:
+                out = self.out_path(t)
+                # written first: a process that dies in this test still leaves a row saying so
+                _write_json(self.json_path(t), [self.ch._result(
+                    t, lib.backend, self.seed, time.perf_counter(), "CRASH",
+                    "the test process died", output_file=out)])
+                os.write(report_fd, f"S {i}\n".encode())
+                r = self.ch.run_test(t, lib, self.seed, output=out)
+                _watchdog_is_timeout(r)
+                _write_json(self.json_path(t), [r])
+                os.write(report_fd, f"E {i}\n".encode())
+        except BaseException:
+            traceback.print_exc()
+            code = 1
+        finally:
+            capture._flush_all()
+            os._exit(code)
+
+    def _fork(self, tests):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            self._child(tests, w)
+        os.close(w)
+        return {"pid": pid, "fd": r, "buf": b"", "tests": tests, "current": None,
+                "started": None, "done": set()}
+
+    def _read(self, worker):
+        data = os.read(worker["fd"], 4096)
+        worker["buf"] += data
+        *lines, worker["buf"] = worker["buf"].split(b"\n")
+        for line in lines:
+            kind, i = line.split()
+            if kind == b"S":
+                worker["current"], worker["started"] = int(i), time.monotonic()
+                worker["cpu0"] = _cpu_seconds(worker["pid"])
+            else:
+                worker["done"].add(int(i))
+                worker["current"] = None
+        return bool(data)
+
+    def _over_time(self, worker):
+        """Seconds the current test has run, if it is past its limits, else None."""
+        if worker["current"] is None:
+            return None
+        wall = time.monotonic() - worker["started"]
+        cpu = _cpu_seconds(worker["pid"]) - worker["cpu0"]
+        if cpu > TEST_CPU_S or wall > TEST_WALL_S:
+            return wall, cpu
+        return None
+
+    def _stop(self, worker, spent):
+        """Stop a test past its time: its row becomes TIMEOUT, with the seconds."""
+        try:
+            os.killpg(worker["pid"], signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        os.waitpid(worker["pid"], 0)
+        i = worker["current"]
+        t = dict(worker["tests"])[i]
+        wall, cpu = spent
+        try:
+            row = json.loads(self.json_path(t).read_text())[0]
+        except (OSError, ValueError, IndexError):
+            row = self.ch._result(t, self.backend, self.seed, time.perf_counter(), "TIMEOUT", "")
+        row.update(status="TIMEOUT", seconds=round(wall, 2), message=(
+            f"stopped after {wall:.1f} s ({cpu:.1f} s of CPU time; the limit is "
+            f"{TEST_CPU_S:.0f} s, TUT_TEST_TIMEOUT): a loop that never ends (a spin-wait, a "
+            f"condition that never changes, a grid-stride loop whose step is 0?)"))
+        text, lines, dropped = capture.read_capped(self.out_path(t))
+        row.update({k: v for k, v in (("output", text), ("output_lines", lines),
+                                      ("output_dropped", dropped)) if v})
+        _write_json(self.json_path(t), [row])
+        worker["done"].add(i)
+
+    def _watch(self, workers, on_exit):
+        """Wait for the workers, stopping tests past their time; on_exit(worker) as each ends."""
+        while workers:
+            ready, _, _ = select.select([w["fd"] for w in workers], [], [], 0.1)
+            for w in list(workers):
+                ended = False
+                if w["fd"] in ready:
+                    ended = not self._read(w)
+                spent = None if ended else self._over_time(w)
+                if spent:
+                    self._stop(w, spent)
+                    ended = True
+                elif ended:
+                    os.waitpid(w["pid"], 0)
+                if ended:
+                    os.close(w["fd"])
+                    workers.remove(w)
+                    on_exit(w)
+
+    def _sequential(self, tests):
+        """gpu: one child for the tests in order; after one dies, a new child for the rest."""
+        todo = list(enumerate(tests))
+
+        def rest(w):
+            left = [(i, t) for i, t in w["tests"] if i not in w["done"] and i != w["current"]]
+            if left and len(left) < len(w["tests"]):
+                workers.append(self._fork(left))
+
+        workers = [self._fork(todo)]
+        self._watch(workers, rest)
+
+    def _parallel(self, tests):
+        """cpu: a child per test, one per free token (core)."""
+        queue = list(enumerate(tests))
+        workers = []
+
+        def release(w):
+            if self.tokens:
+                os.write(self.tokens[1], b"+")
+            start()
+
+        def start():
+            while queue and (not self.tokens or _take(self.tokens[0], block=not workers)):
+                workers.append(self._fork([queue.pop(0)]))
+
+        start()
+        self._watch(workers, release)
+
+
+def _take(fd, block):
+    """A token from the pipe (a core to run on); block only when nothing else is running."""
+    if not block and not select.select([fd], [], [], 0)[0]:
+        return False
+    return os.read(fd, 1) == b"+"
+
+
+def _place(error):
+    import re
+    m = re.match(r"(\S+:\d+):", error or "")
+    return m.group(1) if m else None
+
+
+def _watchdog_is_timeout(r):
+    """The emulator's watchdog stopped a kernel that never ended: that is a TIMEOUT, not a
+    FAIL (the row keeps the watchdog's report: the kernel and the lines it looped on)."""
+    text = (r.get("message") or "") + "\n" + (r.get("diagnostics") or "")
+    if r["status"] == "FAIL" and "watchdog: kernel" in text:
+        r["status"] = "TIMEOUT"
+        secs = os.environ.get("CUEMU_WATCHDOG_S", str(WATCHDOG_S))
+        r["message"] = (f"stopped after {secs} s of CPU time in one kernel launch (the "
+                        f"emulator's watchdog, CUEMU_WATCHDOG_S): a loop that never ends?\n"
+                        + (r.get("message") or ""))
+
+
+def run_chapters(chapter_dirs, results, jobs, full=False):
+    """Run the chapters' tests; each chapter in a forked process of its own, its rows written
+    under results/. cpu: the chapters at once, sharing `jobs` cores; gpu: one after another."""
+    results = Path(results)
+    results.mkdir(parents=True, exist_ok=True)
+    gpu = paths.backend() == "gpu"
+    tokens = None
+    if not gpu:
+        tokens = os.pipe()
+        os.write(tokens[1], b"+" * max(1, jobs))
+    pids = {}
+    for d in chapter_dirs:
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                ChapterRun(d, results, tokens, full).run()
+            except BaseException:
+                traceback.print_exc()
+                code = 1
+            finally:
+                capture._flush_all()
+                os._exit(code)
+        pids[pid] = d
+        if gpu:   # one chapter at a time: the device's memory is the leak check's
+            os.waitpid(pid, 0)
+            del pids[pid]
+    while pids:
+        pid, _ = os.wait()
+        pids.pop(pid, None)

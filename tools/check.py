@@ -1,0 +1,77 @@
+# SPDX-License-Identifier: MIT
+"""make check / make check-solutions: run the chapters' tests, write JUnit, print the table.
+
+    python3 tools/check.py --mode student|solutions [--chapters 01_x,...] [--jobs N] [--full]
+
+One Python process for the whole check: NumPy is imported once here, each chapter's process is a
+fork of this one (common/tut/warm.py), each test a fork of its chapter's. CTest is not the runner
+here (it still is for `make test`): it would start a Python process per test (or per chapter)
+and time out per process, where this needs a limit per test inside a chapter's process; and
+configuring it asked every chapter's driver for its ids, a Python start each, before any test
+ran. The results are the same per-test JSON files, and the JUnit file is written here from them.
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from xml.sax.saxutils import quoteattr, escape
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "common"))
+sys.path.insert(0, str(REPO / "tools"))
+
+
+def junit(rows, path, suite):
+    """JUnit XML, one testcase per row: failure for what does not pass, skipped for a skip."""
+    bad = {"FAIL", "NOT DONE", "ERROR", "NOT BUILT", "CRASH", "TIMEOUT"}
+    cases = []
+    for name, r in rows:
+        body = ""
+        text = escape((r.get("message") or "") + ("\n" + r["diagnostics"]
+                                                 if r.get("diagnostics") else ""))
+        if r["status"] in bad:
+            body = f"<failure message={quoteattr(r['status'])}>{text}</failure>"
+        elif r["status"] == "SKIP":
+            body = f"<skipped message={quoteattr((r.get('message') or '')[:200])}/>"
+        cases.append(f'  <testcase name={quoteattr(name)} classname={quoteattr(suite)} '
+                     f'time="{r.get("seconds", 0)}">{body}</testcase>')
+    failures = sum(r["status"] in bad for _, r in rows)
+    skipped = sum(r["status"] == "SKIP" for _, r in rows)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuite name={quoteattr(suite)} '
+        f'tests="{len(rows)}" failures="{failures}" skipped="{skipped}">\n'
+        + "\n".join(cases) + "\n</testsuite>\n")
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--mode", choices=("student", "solutions"), default="student")
+    p.add_argument("--chapters", default="", help="comma-separated chapter folders (default: all)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--full", action="store_true", help="also the checks too slow for the loop")
+    args = p.parse_args(argv)
+    os.environ["TUT_TREE"] = "chapters" if args.mode == "student" else "solutions"
+    if args.full:
+        os.environ["TUT_FULL"] = "1"
+    import tut
+    from tut import warm
+    import summary
+    build = tut.build_dir()
+    results = build / "results" / tut.backend() / args.mode
+    names = [c for c in args.chapters.split(",") if c] or sorted(
+        d.name for d in (REPO / "chapters").glob("[0-9][0-9]_*") if d.is_dir())
+    if args.mode == "solutions":
+        names = [c for c in names if (REPO / "solutions" / c).is_dir()]
+    dirs = [REPO / "chapters" / c for c in names]
+    shutil.rmtree(results, ignore_errors=True)
+    warm.run_chapters(dirs, results, args.jobs, args.full)
+    rows = summary.load(results)
+    junit(rows, build / "tests" / args.mode / "junit.xml", f"make check ({args.mode})")
+    return summary.main(["--mode", args.mode, str(results)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
