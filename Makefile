@@ -216,6 +216,15 @@ ctest_run = export $(TEST_ENV) && cmake -S tests -B $(BUILD)/tests/$(1) -DMODE=$
 	{ ctest --test-dir $(BUILD)/tests/$(1) --no-tests=error --parallel $(NPROC) --output-junit junit.xml $(CH_LABEL) $(if $(filter student,$(1)),$(if $(V),,-Q)) $(CTEST_ARGS); rc=$$?; \
 	  $(PY) tools/summary.py --mode $(1) $(RESULTS)/$(1) $(BUILD)/tests/$(1)/junit.xml || rc=1; exit $$rc; }
 
+# make check and check-solutions: one Python process for the whole check (tools/check.py), a
+# forked process per chapter and per test (common/tut/warm.py), each test with its own time
+# limit; the same JSON rows, and JUnit in build/tests/<mode>/junit.xml. TESTS=01.2,01.3: only
+# those tests. FULL=1: also the checks too slow for the loop (make test always runs them).
+FULL      ?=
+TESTS     ?=
+check_run = export $(TEST_ENV) && TUT_BACKEND=$(B) TUT_BUILD=$(abspath $(BUILD)) $(PY) tools/check.py --mode $(1) \
+	--jobs $(NPROC) $(if $(CH_LABEL),--chapters $(notdir $(CH_DIR))) $(if $(TESTS),--only $(TESTS)) $(if $(filter-out 0,$(FULL)),--full)
+
 # `make check` builds each chapter on its own, in parallel. One that does not compile leaves
 # lib<chapter>.failed (the compiler's output) where its library was: its tests then say "not
 # built", with the first error, instead of testing an older build of the student's file.
@@ -226,8 +235,8 @@ check-build-%: $(CHECK_PREREQS) FORCE
 	 if $(MAKE) --no-print-directory $$lib >$$lib.log 2>&1; then rm -f $${lib%.so}.failed $$lib.log; \
 	 else rm -f $$lib; mv -f $$lib.log $${lib%.so}.failed; fi
 CHECK_TARGETS   = $(CHECK_CHAPTERS:%=check-build-%)
-check: cmake-present python ch-present $(CHECK_TARGETS) $(BUILD)/BACKEND ## your exercises: build, test each one, print a summary (CH=01: one chapter)
-	@$(call ctest_run,student)
+check: python ch-present $(CHECK_TARGETS) $(BUILD)/BACKEND ## your exercises: build, test each one, print a summary (CH=01: one chapter; FULL=1: the slow checks too)
+	@$(call check_run,student)
 
 # CH=NN builds only that chapter (of the tree given): its tests are the only ones run.
 ch_build = $(if $(filter command line,$(origin CH)),$(if $(CH_DIR),$(BUILD)/$(B)/$(1)/lib$(notdir $(CH_DIR)).so $(BUILD)/BACKEND),all)
@@ -241,8 +250,8 @@ ID ?=
 hint: ## an exercise's hint: its TODO(student) and the lesson's "Stuck?" note (make hint ID=05.1)
 	@$(PYTHON) tools/hint.py $(ID)
 
-check-solutions: cmake-present $(call ch_build,solutions) python ch-present ## the same tests on solutions/ (they must all pass)
-	@$(call ctest_run,solutions)
+check-solutions: $(call ch_build,solutions) python ch-present ## the same tests on solutions/ (they must all pass)
+	@$(call check_run,solutions)
 
 # Everything a maintainer and CI run: generated exercises up to date, every .cu compiles with
 # nvcc, unit tests of common/ and emu/, every solution passes (on the cpu backend in both thread

@@ -114,7 +114,7 @@ class Check(unittest.TestCase):
             "        c[i] = a[i] + b[i];\n    if (i < 100000) printf(\"thread %lld\\n\", i);", 1)
         text = "#include <cstdio>\n" + text   # nvcc wants it for a kernel's printf
         self.plant(CH01, CU01, text)
-        rc, out = self.check("CH=01", "CTEST_ARGS=-R ^01\\.2$")
+        rc, out = self.check("CH=01", "TESTS=01.2")
         self.assertEqual(rc, 0, out)
         row = self.row(out, "01.2")
         self.assertRegex(row, r"output: \d+ lines printed; the first 64 KiB kept, \d+ lines "
@@ -129,7 +129,7 @@ class Check(unittest.TestCase):
         text = self.solution(CH05, CU05).replace(
             "    CUDA_CHECK(cudaStreamSynchronize(stream));\n    // @stub", "    // @stub", 1)
         self.plant(CH05, CU05, text)
-        rc, out = self.check("CH=05", "CTEST_ARGS=-R ^05\\.1$")
+        rc, out = self.check("CH=05", "TESTS=05.1")
         self.assertNotEqual(rc, 0, out)
         row = self.row(out, "05.1")
         self.assertIn("FAIL", row)
@@ -148,7 +148,7 @@ class Check(unittest.TestCase):
         rc, out = self.check(cwd=TREE / "chapters" / CH01)
         self.assertNotEqual(rc, 0, out)   # the stubs: nothing passes yet
         self.assertIn("exercises: 0 of 5 passing - next: 01.1 at chapters/", out)
-        rc, out = self.check("CH=1", "CTEST_ARGS=-R ^01\\.1$")
+        rc, out = self.check("CH=1", "TESTS=01.1")
         self.assertIn("01.1", out)
         rc, out = self.check("CH=threads")
         self.assertNotEqual(rc, 0)

@@ -68,8 +68,9 @@ def import_driver(chapter_dir):
 class ChapterRun:
     """One chapter's tests, in this (forked) process and its children."""
 
-    def __init__(self, chapter_dir, results, tokens=None, full=False):
+    def __init__(self, chapter_dir, results, tokens=None, full=False, only=None):
         self.dir, self.results, self.tokens, self.full = Path(chapter_dir), Path(results), tokens, full
+        self.only = only
         self.backend = paths.backend()
         self.seed = int.from_bytes(os.urandom(4), "little")
 
@@ -92,6 +93,8 @@ class ChapterRun:
             return
         tests = []
         for t in self.ch.tests:
+            if self.only and t["id"] not in self.only:
+                continue
             if t["exercise"] and paths.tree() == "chapters":
                 where, untouched_all = self.ch.untouched(t)
                 if untouched_all:   # not run: no fork for an exercise not started
@@ -310,7 +313,7 @@ def _watchdog_is_timeout(r):
                         + (r.get("message") or ""))
 
 
-def run_chapters(chapter_dirs, results, jobs, full=False):
+def run_chapters(chapter_dirs, results, jobs, full=False, only=None):
     """Run the chapters' tests; each chapter in a forked process of its own, its rows written
     under results/. cpu: the chapters at once, sharing `jobs` cores; gpu: one after another."""
     results = Path(results)
@@ -327,7 +330,7 @@ def run_chapters(chapter_dirs, results, jobs, full=False):
         if pid == 0:
             code = 0
             try:
-                ChapterRun(d, results, tokens, full).run()
+                ChapterRun(d, results, tokens, full, only).run()
             except BaseException:
                 traceback.print_exc()
                 code = 1
