@@ -172,6 +172,38 @@ cleanup:
     return status;
 }
 
+/* How many of the n 32-bit words at d differ from value (out[0]) and the index of the first
+   that does (out[1], ~0 if none): a large buffer checked where it is, not copied to the host
+   (chapter 01's INT_MAX test reads 16 GiB this way in milliseconds on a GPU). */
+__global__ void tut_count_ne_u32_kernel(const unsigned *d, size_t n, unsigned value,
+                                        unsigned long long *out)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        if (d[i] != value) {
+            atomicAdd(&out[0], 1ull);
+            atomicMin(&out[1], (unsigned long long)i);
+        }
+}
+
+extern "C" int tut_count_ne_u32(const void *d, size_t n, unsigned value,
+                                unsigned long long *h_out)
+{
+    int status = 0;
+    unsigned long long *d_out = NULL;
+    const unsigned long long start[2] = {0, ~0ull};
+    CUDA_CHECK(cudaMalloc(&d_out, sizeof start));
+    CUDA_CHECK(cudaMemcpy(d_out, start, sizeof start, cudaMemcpyHostToDevice));
+    if (n > 0) {
+        tut_count_ne_u32_kernel<<<1024, 256>>>((const unsigned *)d, n, value, d_out);
+        CUDA_CHECK(cudaGetLastError());
+    }
+    CUDA_CHECK(cudaMemcpy(h_out, d_out, sizeof start, cudaMemcpyDeviceToHost));
+cleanup:
+    cudaFree(d_out);
+    return status;
+}
+
 extern "C" int tut_synchronize(void)
 {
     int status = 0;

@@ -1311,9 +1311,19 @@ static int dsm_canary_ok(void)
     return 1;
 }
 
+static unsigned long long g_win_first, g_win_count;   /* cuemuLaunchWindow: next launch */
+
+void cuemuLaunchWindow(unsigned long long first, unsigned long long count)
+{
+    g_win_first = first;
+    g_win_count = count;
+}
+
 int cuemu_launch_run(const cuemu_launch_desc *d)
 {
     volatile int err = 0;
+    const unsigned long long win_first = g_win_first, win_count = g_win_count;
+    g_win_count = 0;
     pthread_mutex_lock(&g_launch_mu);
     g_launch_thread = pthread_self();
     g_in_launch = 1;
@@ -1397,6 +1407,7 @@ int cuemu_launch_run(const cuemu_launch_desc *d)
         g_jb_armed = 1;
         for (unsigned long long k = 0; k < total; k++) {
             unsigned long long b = g_order_mode == 1 ? total - 1 - k : perm ? perm[k] : k;
+            if (win_count && (b < win_first || b - win_first >= win_count)) continue;
             cuemu_block_idx.x = (unsigned)(b % nbx);
             cuemu_block_idx.y = (unsigned)((b / nbx) % nby);
             cuemu_block_idx.z = (unsigned)(b / (nbx * nby));

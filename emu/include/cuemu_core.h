@@ -88,6 +88,10 @@ void cuemu_locate_pc(void *pc, char *out, size_t n);
 /* Exported for ctypes: bytes [p, p+n) of the buffer [buf, buf+buf_n) that no kernel may touch
    (on = 1) or may again (on = 0): the harness's guard zones. 0, or -1 when the table is full. */
 int  cuemuNoAccess(void *p, size_t n, void *buf, size_t buf_n, int on);
+/* Tests only (ctypes): the next launch runs only the blocks whose linear index is in
+   [first, first + count), with blockIdx and gridDim as in the whole grid (chapter 01 runs the
+   last blocks of a 2^31-thread grid, where an int index overflows, without the rest). */
+void cuemuLaunchWindow(unsigned long long first, unsigned long long count);
 
 /* ---- device-side operations (called only from inside a kernel) ------------------------ */
 /* A thread's kernel body returned: 1 if the next thread of the block is now current and its

@@ -197,6 +197,9 @@ void rt_registry_clear_accesses(void)
     rt_unlock();
 }
 
+/* cuemuMallocSparse: the allocation being made is sparse (set under the lock) */
+static int sparse_next;
+
 /* ---- mapping ------------------------------------------------------------------------------ */
 static unsigned char canary_ref[65536];
 
@@ -272,7 +275,7 @@ void rt_block_place(rt_block *b, size_t size, const char *file, int line)
        small allocation commits no more host memory than the allocation itself. */
     char *front = base - FRONT_CHECK < b->data ? b->data : base - FRONT_CHECK;
     memset(front, CANARY_BYTE, (size_t)(base - front));
-    memset(base, POISON_BYTE, size);
+    if (!sparse_next) memset(base, POISON_BYTE, size);
     memset(base + size, CANARY_BYTE, (size_t)(end - (base + size)));
     b->dev_dirty = 0;
     b->dev_exposed = 0;
@@ -680,6 +683,25 @@ cudaError_t cuemu_malloc_at(const char *file, int line, void **devPtr, size_t si
 }
 
 cudaError_t (cudaMalloc)(void **devPtr, size_t size) { return cuemu_malloc_at(NULL, 0, devPtr, size); }
+
+/* Tests only (ctypes; cuemu_core.h): device memory of any size that commits host memory only
+   where it is written and counts against no device memory; its body is not poisoned (it reads
+   0 until written). Chapter 01's INT_MAX test reaches two 8 GiB buffers only near their ends. */
+cudaError_t cuemuMallocSparse(void **devPtr, size_t size)
+{
+    RT_ENTER();
+    if (!devPtr || size == 0) return rt_err(cudaErrorInvalidValue);
+    rt_lock();
+    sparse_next = 1;
+    rt_block *b = rt_block_map(size, size, CUEMU_MEM_DEVICE, NULL, 0);
+    sparse_next = 0;
+    if (b) {
+        rt_registry_add(b);
+        *devPtr = b->base;
+    }
+    rt_unlock();
+    return rt_err(b ? cudaSuccess : cudaErrorMemoryAllocation);
+}
 
 /* Rows padded to a multiple of 512 bytes, what an H200 hands out for cudaMallocPitch. */
 cudaError_t cuemu_mallocPitch_at(const char *file, int line, void **devPtr, size_t *pitch,
