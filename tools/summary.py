@@ -91,7 +91,7 @@ def crash_report(r):
     start = next((i for i, line in enumerate(lines) if line.startswith("Fatal Python error")),
                  None)
     stack = [line for line in (lines[start:] if start is not None else [])
-             if line.strip() and "/common/tut/" not in line
+             if line.strip() and "/common/tut/" not in line and "/tools/check.py" not in line
              and not line.startswith(("crash: ", "cuemu: ", "Extension modules:"))][:12]
     before = [line for line in (lines[:start] if start is not None else lines)
               if not line.startswith(("crash: ", "cuemu: "))][-5:]
