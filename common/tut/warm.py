@@ -14,8 +14,10 @@ still use, unchanged).
   through a token pipe, as make's jobserver does). The chapter process makes no CUDA call
   before it forks (it only loads the library), so the emulator may start threads lazily.
 - gpu backend: CUDA must not be initialised in a process that forks, and the leak check reads
-  cudaMemGetInfo, which is device-wide: one child runs the chapter's tests in order, one CUDA
-  context for all of them; after a crash or a timeout a new child takes the tests after it.
+  cudaMemGetInfo, which is device-wide: a child per test, one at a time, each loading the library
+  and making its own CUDA context (0.2 s on an H200). One child running a chapter's tests in
+  one context was tried (2026-12-04, H200): a kernel's fault is sticky and failed every later
+  test, and 03.3 and 05.4 then saw device memory "leaked" that a fresh context does not show.
 """
 import importlib.util
 import json
@@ -119,10 +121,7 @@ class ChapterRun:
                                    build_log=e.log_path, todo=_place(e.error))
             except (FileNotFoundError, OSError) as e:
                 return self._unrun(tests, "ERROR", str(e))
-        if self.backend == "gpu" or os.environ.get("TUT_CHECK_SEQUENTIAL") == "1":
-            self._sequential(tests)
-        else:
-            self._parallel(tests)
+        self._parallel(tests)
         for t in tests:   # a child that died before the test started (in the warm-up?)
             if not self.json_path(t).exists():
                 _write_json(self.json_path(t), [self.ch._result(
@@ -260,20 +259,8 @@ class ChapterRun:
                     workers.remove(w)
                     on_exit(w)
 
-    def _sequential(self, tests):
-        """gpu: one child for the tests in order; after one dies, a new child for the rest."""
-        todo = list(enumerate(tests))
-
-        def rest(w):
-            left = [(i, t) for i, t in w["tests"] if i not in w["done"] and i != w["current"]]
-            if left and len(left) < len(w["tests"]):
-                workers.append(self._fork(left))
-
-        workers = [self._fork(todo)]
-        self._watch(workers, rest)
-
     def _parallel(self, tests):
-        """cpu: a child per test, one per free token (core)."""
+        """A child per test: cpu, one per free token (a core); gpu, one at a time."""
         queue = list(enumerate(tests))
         workers = []
 
@@ -283,7 +270,8 @@ class ChapterRun:
             start()
 
         def start():
-            while queue and (not self.tokens or _take(self.tokens[0], block=not workers)):
+            while queue and (_take(self.tokens[0], block=not workers) if self.tokens
+                             else not workers):
                 workers.append(self._fork([queue.pop(0)]))
 
         start()
