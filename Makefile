@@ -243,8 +243,11 @@ ch_build = $(if $(filter command line,$(origin CH)),$(if $(CH_DIR),$(BUILD)/$(B)
 watch: python ch-present ## rerun `make check` each time you save an exercise file (CH=05: one chapter; Ctrl-C stops)
 	@$(PY) tools/watch.py --make "$(MAKE)" $(if $(filter command line,$(origin CH)),--chapter $(call ch_number,$(notdir $(CH_DIR))))
 
-check-bench: all python cmake-present ## maintainers: time make check CH=NN after a one-line edit, per chapter (target: under 3 s)
-	@$(TEST_ENV) $(PY) tools/check_bench.py --python $(PY_ABS)
+# Times the student's loop (issue 30's targets); RECORD=1 records it in docs/figures/ (the
+# machine's file: the GPU's, or the CPU's for the emulator). CH=NN: one chapter; REPS=n.
+REPS ?= 5
+loop-bench: all python ## maintainers: median time of make check CH=NN per chapter, solved, unchanged and after a one-line edit (RECORD=1 records it)
+	@$(TEST_ENV) TUT_BACKEND=$(B) $(PY) tools/check_bench.py --python $(PY_ABS) --backend $(B) --reps $(REPS) $(if $(filter command line,$(origin CH)),--chapters $(call ch_number,$(notdir $(CH_DIR)))) $(if $(RECORD),--record)
 
 ID ?=
 hint: ## an exercise's hint: its TODO(student) and the lesson's "Stuck?" note (make hint ID=05.1)
@@ -344,5 +347,5 @@ cmake-present:
 include tools/classroom.mk
 
 FORCE:
-.PHONY: watch hint check-bench all python run bench check check-solutions test exercises exercises-check nvcc-compile \
+.PHONY: watch hint loop-bench all python run bench check check-solutions test exercises exercises-check nvcc-compile \
 	nvcc-missing-note clean help nvcc-present cmake-present ch-present mutants FORCE
