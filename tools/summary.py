@@ -111,12 +111,14 @@ def details(r, everything):
     """Lines under a row: for a row that is not a pass everything that explains it; for a pass,
     what must still reach the student (diagnoses, notes, output dropped)."""
     out = []
+    # The emulator's diagnosis first: it names the student's line, where the exception's own
+    # first line is often the harness's call that noticed, or the CUDA call after the fault.
+    if r.get("diagnostics"):
+        out += r["diagnostics"].rstrip().splitlines()
     if everything and r.get("message"):
         out += r["message"].rstrip().splitlines()
     elif r["status"] == "SKIP" and r.get("message"):
         out.append(r["message"].splitlines()[0])
-    if r.get("diagnostics"):
-        out += r["diagnostics"].rstrip().splitlines()
     out += [f"note: {n}" for n in r.get("notes", [])]
     lines, dropped = r.get("output_lines", 0), r.get("output_dropped", 0)
     shown = [line for line in r.get("output", "").rstrip("\n").splitlines()
@@ -125,16 +127,21 @@ def details(r, everything):
         tail = shown[-OUTPUT_LINES:]
         out.append(f"output ({len(tail)} of {lines} lines):" if lines > len(tail) else "output:")
         out += ["  " + line for line in tail]
+    kept = f" in {r['output_file']}" if r.get("output_file") else ""
     if dropped:
-        out.append(f"output: {lines} lines printed; the first 64 KiB kept, {dropped} lines "
-                   f"dropped (a printf in a kernel runs once per thread)")
+        out.append(f"output: {lines} lines printed; the first 64 KiB kept{kept}, {dropped} "
+                   f"lines dropped (a printf in a kernel runs once per thread)")
     elif lines and not everything:
-        out.append(f"output: {lines} lines printed (kept in {r.get('output_file', 'its file')})")
+        out.append(f"output: {lines} lines printed (kept{kept or ' in its file'})")
     return out
 
 
 def next_step(ex):
-    """(exercise id, place) of the first exercise that does not pass, in id order."""
+    """(exercise id, place) of the first exercise that does not pass, in id order (one whose
+    lines do not compile first: nothing of its chapter runs until they do)."""
+    for r in ex:
+        if r["status"] == "NOT BUILT" and r.get("blame") == r["id"]:
+            return r["id"], r.get("todo", "")
     for r in sorted(ex, key=lambda r: [int(p) if p.isdigit() else p
                                        for p in re.split(r"[.+-]", r["id"])]):
         if r["status"] in NOT_PASSING:
@@ -212,10 +219,13 @@ def main(argv=None):
     if shown:
         print(f"\n{'test':<{width}}  {'result':<{mark_w}}  what")
     said = set()   # a chapter that did not build: its compiler error once, not on every row
+    # ... on the row of the exercise whose lines fail to compile, where the TODOs tell
+    blamed = {r.get("blame") for _, r in shown if r["status"] == "NOT BUILT"} & {
+        r["id"] for _, r in shown}
     for name, r in shown:
         print(f"{name:<{width}}  {MARK.get(r['status'], r['status']):<{mark_w}}  {r['title']}")
         if r["status"] == "NOT BUILT":
-            if r["message"] in said:
+            if r["message"] in said or (r.get("blame") in blamed and r["id"] != r["blame"]):
                 continue
             said.add(r["message"])
             whole = f": {r['build_log']}" if r.get("build_log") else ""

@@ -170,12 +170,33 @@ _COMPILER_ERROR = re.compile(r"^(?P<file>[^\s:()][^:()]*?)(?::(?P<line>\d+)(?::\
                              r":\s*(?:fatal\s+)?error\b:?\s*(?P<msg>.*)$")
 
 
+# a goto (CUDA_CHECK's) that jumps over a declaration: clang and gcc name it in a note, nvcc in
+# the error's own text
+_BYPASSED = re.compile(r"^(?P<file>[^\s:()][^:()]*?):(?P<line>\d+)(?::\d+)?:\s*note:\s*"
+                       r"(?:jump bypasses variable initialization|crosses initialization)"
+                       r"|declared at line (?P<nline>\d+) of \"(?P<nfile>[^\"]+)\"")
+
+
 def first_compiler_error(log):
-    """'file:line: message' of the first error in a compiler's output, else its first line."""
-    for line in log.splitlines():
+    """'file:line: message' of the first error in a compiler's output, else its first line.
+    A goto that jumps over a declaration is named by the declaration's line (the student's
+    mistake), not by the CUDA_CHECK whose hidden goto the compiler complains of."""
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
         m = _COMPILER_ERROR.match(line.strip())
         if m:
             where = _relative(f"{m['file']}:{m['line'] or m['pline']}")
+            for later in lines[i + 1:i + 40]:
+                if _COMPILER_ERROR.match(later.strip()):
+                    break   # the next error: no note for this one
+                b = _BYPASSED.search(later.strip())
+                if b:
+                    decl = _relative(f"{b['file'] or b['nfile']}:{b['line'] or b['nline']}")
+                    return (f"{decl}: a declaration with a value after a CUDA_CHECK: the "
+                            f"CUDA_CHECK at line {where.rsplit(':', 1)[-1]} "
+                            f"can `goto cleanup`, which would jump over it. Declare it before "
+                            f"the function's first CUDA_CHECK (and assign it here), as the "
+                            f"lesson's \"one cleanup path\" says ({m['msg'].strip()})")
             return f"{where}: {m['msg'].strip()}"
     lines = [line for line in log.splitlines() if line.strip()]
     return lines[0].strip() if lines else ""

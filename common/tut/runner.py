@@ -76,6 +76,12 @@ def _test_running():
             os.environ["CUEMU_QUIET"] = quiet
 
 
+def _shown_path(path):
+    """A path as a student would type it: relative to the repository when it is inside."""
+    p = Path(path).resolve()
+    return str(p.relative_to(paths.REPO)) if p.is_relative_to(paths.REPO) else str(path)
+
+
 def _row_details(r):
     """The lines under a result's line when a driver is run by hand."""
     out = []
@@ -188,6 +194,24 @@ class Chapter:
                     break
         return first, bool(regions) and count == len(regions)
 
+    def exercise_at(self, place):
+        """The exercise whose code holds place ("chapters/NN_x/f.cu:LINE", a compile error's):
+        the id of the last `TODO(student) NN.M` at or above that line of that file, or None."""
+        m = re.match(r"(.+):(\d+)$", place or "")
+        if not m:
+            return None
+        try:
+            text = (paths.REPO / m.group(1)).read_text(errors="replace").splitlines()
+        except OSError:
+            return None
+        found = None
+        for line in text[:int(m.group(2))]:
+            t = re.search(rf"(?:TODO\(student\)|@solution) ({re.escape(self.number)}\.\d+)\b",
+                          line)
+            if t:
+                found = t.group(1)
+        return found
+
     def todo_location(self, test_id):
         """file:line of `TODO(student) <id>` in the exercise sources, if still there."""
         # "01.2-int-max" is another test of exercise 01.2: its TODO is the exercise's
@@ -224,7 +248,8 @@ class Chapter:
         extra = {"diagnostics": diagnostics.rstrip(), "notes": notes}
         if output is not None:
             text, lines, dropped = capture.read_capped(output)
-            extra.update(output=text, output_lines=lines, output_dropped=dropped)
+            extra.update(output=text, output_lines=lines, output_dropped=dropped,
+                         output_file=_shown_path(output))
         if status in ("FAIL", "ERROR") and where:
             # part of the exercise is still the stub: that, not the numbers, is the news
             return self._result(test, lib.backend, seed, started, "NOT DONE",
@@ -330,8 +355,9 @@ class Chapter:
             print(f"NOT BUILT: {e.error}\n(the compiler's whole output: {e.log_path})",
                   file=sys.stderr)
             where = re.match(r"(\S+:\d+):", e.error or "")
+            where = where.group(1) if where else None
             self._write_unrun(args, "NOT BUILT", e.error or "the build failed", backend(),
-                              todo=where.group(1) if where else None, build_log=e.log_path)
+                              todo=where, build_log=e.log_path, blame=self.exercise_at(where))
             return EXIT_FAIL
         except FileNotFoundError as e:
             print(f"ERROR: {e}", file=sys.stderr)

@@ -118,7 +118,8 @@ class ChapterRun:
                 self.lib = load_chapter(self.ch.name)
             except NotBuilt as e:
                 return self._unrun(tests, "NOT BUILT", e.error or "the build failed",
-                                   build_log=e.log_path, todo=_place(e.error))
+                                   build_log=e.log_path, todo=_place(e.error),
+                                   blame=self.ch.exercise_at(_place(e.error)))
             except (FileNotFoundError, OSError) as e:
                 return self._unrun(tests, "ERROR", str(e))
         self._parallel(tests)
@@ -156,7 +157,8 @@ class ChapterRun:
                     lib = load_chapter(self.ch.name)
                 except NotBuilt as e:
                     self._unrun([t for _, t in tests], "NOT BUILT", e.error or "the build "
-                                "failed", build_log=e.log_path, todo=_place(e.error))
+                                "failed", build_log=e.log_path, todo=_place(e.error),
+                                blame=self.ch.exercise_at(_place(e.error)))
                     os._exit(0)
             skip = self.ch._cannot_run(lib)
             if skip:
