@@ -223,7 +223,7 @@ ctest_run = export $(TEST_ENV) && cmake -S tests -B $(BUILD)/tests/$(1) -DMODE=$
 FULL      ?=
 TESTS     ?=
 check_run = export $(TEST_ENV) && TUT_BACKEND=$(B) TUT_BUILD=$(abspath $(BUILD)) $(PY) tools/check.py --mode $(1) \
-	--jobs $(NPROC) $(if $(CH_LABEL),--chapters $(notdir $(CH_DIR))) $(if $(TESTS),--only $(TESTS)) $(if $(filter-out 0,$(FULL)),--full)
+	--jobs $(NPROC) $(if $(CH_LABEL),--chapters $(notdir $(CH_DIR))) $(if $(TESTS),--only $(TESTS)) $(if $(filter-out 0,$(FULL)),--full) $(if $(V),--all)
 
 # `make check` builds each chapter on its own, in parallel. One that does not compile leaves
 # lib<chapter>.failed (the compiler's output) where its library was: its tests then say "not

@@ -52,6 +52,7 @@ def main(argv=None):
     p.add_argument("--chapters", default="", help="comma-separated chapter folders (default: all)")
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--only", default="", help="comma-separated test ids (default: all)")
+    p.add_argument("--all", action="store_true", help="every row of every chapter")
     p.add_argument("--full", action="store_true", help="also the checks too slow for the loop")
     args = p.parse_args(argv)
     os.environ["TUT_TREE"] = "chapters" if args.mode == "student" else "solutions"
@@ -74,7 +75,7 @@ def main(argv=None):
     warm.run_chapters(dirs, results, args.jobs, args.full, only)
     rows = summary.load(results)
     junit(rows, build / "tests" / args.mode / "junit.xml", f"make check ({args.mode})")
-    return summary.main(["--mode", args.mode, str(results)])
+    return summary.main(["--mode", args.mode, str(results)] + (["--all"] if args.all else []))
 
 
 if __name__ == "__main__":

@@ -183,6 +183,32 @@ def closing_line(rows):
     return parts
 
 
+def chapter_lines(rows, current):
+    """One line per chapter: its exercises passing, what the others are, its other checks."""
+    names = {d.name[:2]: d.name for d in (REPO / "chapters").glob("[0-9][0-9]_*")}
+    out = []
+    for ch in sorted({r["id"][:2] for _, r in rows}):
+        mine = [r for _, r in rows if r["id"][:2] == ch]
+        ex = [r for r in mine if r.get("exercise") and not r.get("hidden")]
+        checks = [r for r in mine if not r.get("exercise")]
+        counts = {}
+        for r in ex + checks:
+            if r["status"] not in ("PASS",):
+                word = {"NOT DONE": "todo", "SKIP": "skipped here"}.get(
+                    r["status"], MARK.get(r["status"], r["status"]).lower())
+                counts[word] = counts.get(word, 0) + 1
+        rest = ", ".join(f"{n} {w}" for w, n in counts.items())
+        passing = sum(r["status"] == "PASS" for r in ex)
+        ok = sum(r["status"] in ("PASS", "SKIP") for r in checks)
+        mark = "->" if ch == current else "  "
+        out.append(f"{mark} {names.get(ch, ch):<26} {passing} of {len(ex)} exercises, "
+                   f"{ok} of {len(checks)} checks" + (f"  ({rest})" if rest else ""))
+    if current:
+        out.append(f"(the rows of chapter {current}, the one in progress, follow; "
+                   f"make check CH=NN shows a chapter's, V=1 every row)")
+    return out
+
+
 def as_it_should_be(r):
     """A pass, a skip, or an unsolved stub's exercise failing (make test checks they all do)."""
     if r.get("expected_to_fail"):
@@ -195,6 +221,7 @@ def main(argv=None):
     p.add_argument("--mode", choices=("student", "solutions", "maintainer"), default="student")
     p.add_argument("results")
     p.add_argument("junit", nargs="?")
+    p.add_argument("--all", action="store_true", help="every row, whatever the chapters")
     args = p.parse_args(argv)
     rows = load(args.results)
     cases = junit_cases(args.junit) if args.junit else []
@@ -214,6 +241,15 @@ def main(argv=None):
         return 1
     brief = args.mode == "maintainer"
     shown = [(name, r) for name, r in rows if not brief or not as_it_should_be(r)]
+    chapters = sorted({r["id"][:2] for _, r in rows})
+    if not brief and len(chapters) > 1 and not args.all:
+        # several chapters: a line each, then the rows of the chapter in progress only
+        ex = [r for _, r in rows if r.get("exercise") and not r.get("hidden")]
+        current = (next_step(ex)[0] or "")[:2]
+        print()
+        for line in chapter_lines(rows, current):
+            print(line)
+        shown = [(name, r) for name, r in shown if r["id"][:2] == current]
     width = max([len(name) for name, _ in shown] + [8])
     mark_w = max([len(MARK.get(r["status"], r["status"])) for _, r in shown] + [6])
     if shown:

@@ -52,7 +52,10 @@ def main():
                     changed = [f.relative_to(REPO) for f in now if now.get(f) != seen.get(f)]
                     print(f"\n--- {', '.join(map(str, changed))} saved: checking again ---")
                 seen = now
-                subprocess.run(cmd)
+                # without the MAKEFLAGS of the make running this: its jobserver's descriptors
+                # are not passed on, and the make below would warn so on every rerun
+                subprocess.run(cmd, env={k: v for k, v in os.environ.items()
+                                         if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")})
                 print(f"\nwatching {len(now)} file(s) for changes (Ctrl-C stops)...", flush=True)
             time.sleep(0.5)
     except KeyboardInterrupt:

@@ -236,6 +236,7 @@ def demo(lib):
     except tut.ExerciseNotDone as e:
         print(f"\n(exercise 00.2 not done: {e.where})")
     print("To hide or reorder GPUs for one program: CUDA_VISIBLE_DEVICES=1 make run CH=00")
+    print("\nNext: make check CH=00 (the tests of your exercises)")
 
 
 def bench(lib):

@@ -375,11 +375,18 @@ class Chapter:
                 print("this chapter has no benchmark")
                 return EXIT_PASS
             bench(lib)
+            print(f"\nNext: make check CH={self.number} (the tests of your exercises)")
             return EXIT_PASS
         if demo is not None and not (args.check or args.only or args.expect_fail):
             demo(lib)
             return EXIT_PASS
-        return self._check(lib, args)
+        code = self._check(lib, args)
+        if not args.json:   # by hand (make run ARGS=--check): what to do next
+            print(f"\nNext: " + (f"make check CH={self.number} (every exercise, in a table)"
+                                  if code == EXIT_PASS else
+                                  f"make check CH={self.number} shows each failure in full; "
+                                  f"make hint ID={self.number}.N for an exercise's hint"))
+        return code
 
     def _cannot_run(self, lib):
         try:
