@@ -8,5 +8,7 @@ GOALS := $(or $(MAKECMDGOALS),check)
 .DEFAULT_GOAL := check
 .PHONY: $(GOALS)
 Makefile $(TOP)/tools/chapter.mk: ;
+# a failure already said its piece: no second "make: *** ... Error" line from here (see
+# FAIL_QUIETLY in the top Makefile)
 $(GOALS):
-	@$(MAKE) --no-print-directory -C $(TOP) $@ CH=$(CH)
+	@$(MAKE) --no-print-directory -C $(TOP) $@ CH=$(CH) || kill -PIPE $$PPID
