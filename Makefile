@@ -230,10 +230,16 @@ check_run = export $(TEST_ENV) && TUT_BACKEND=$(B) TUT_BUILD=$(abspath $(BUILD))
 # built", with the first error, instead of testing an older build of the student's file.
 CHECK_CHAPTERS  = $(if $(filter command line,$(origin CH)),$(notdir $(CH_DIR)),$(CHAPTERS))
 CHECK_PREREQS   = $(if $(filter cpu,$(B)),$(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_HEADERS),nvcc-present) $(BUILD)/$(B)/common/tut_check.o
+# A build that worked keeps its compiler output as lib<chapter>.warnings when the library was
+# rebuilt (make check shows the warnings about the student's own file); an unchanged library
+# keeps the warnings of the build that made it.
 check-build-%: $(CHECK_PREREQS) FORCE
 	@lib=$(BUILD)/$(B)/chapters/lib$*.so; mkdir -p $(BUILD)/$(B)/chapters; \
-	 if $(MAKE) --no-print-directory $$lib >$$lib.log 2>&1; then rm -f $${lib%.so}.failed $$lib.log; \
-	 else rm -f $$lib; mv -f $$lib.log $${lib%.so}.failed; fi
+	 before=$$(stat -c %Y.%y $$lib 2>/dev/null); \
+	 if $(MAKE) --no-print-directory $$lib >$$lib.log 2>&1; then rm -f $${lib%.so}.failed; \
+	   if [ "$$before" = "$$(stat -c %Y.%y $$lib 2>/dev/null)" ]; then rm -f $$lib.log; \
+	   else mv -f $$lib.log $${lib%.so}.warnings; fi; \
+	 else rm -f $$lib $${lib%.so}.warnings; mv -f $$lib.log $${lib%.so}.failed; fi
 CHECK_TARGETS   = $(CHECK_CHAPTERS:%=check-build-%)
 # Under a table that has said what failed, make's own "make: *** [Makefile:N: check] Error 1" is
 # noise. A make stopped by SIGPIPE exits without a word (status 141), and shells say nothing of

@@ -116,7 +116,12 @@ def details(r, everything):
     if r.get("diagnostics"):
         out += r["diagnostics"].rstrip().splitlines()
     if everything and r.get("message"):
-        out += r["message"].rstrip().splitlines()
+        lines = r["message"].rstrip().splitlines()
+        # a CudaError carries the emulator's diagnoses of its call: those first too (after a
+        # TIMEOUT's own first line, which says what stopped it)
+        keep = lines[:1] if r["status"] == "TIMEOUT" else []
+        cuemu = [line for line in lines[len(keep):] if line.startswith("cuemu: ")]
+        out += keep + cuemu + [line for line in lines[len(keep):] if line not in cuemu]
     elif r["status"] == "SKIP" and r.get("message"):
         out.append(r["message"].splitlines()[0])
     out += [f"note: {n}" for n in r.get("notes", [])]

@@ -22,6 +22,7 @@ still use, unchanged).
 import importlib.util
 import json
 import os
+import re
 import select
 import signal
 import sys
@@ -93,6 +94,7 @@ class ChapterRun:
                 "exercise": False, "status": "ERROR", "seconds": 0, "backend": self.backend,
                 "message": "the driver could not be imported:\n" + traceback.format_exc()}])
             return
+        warned = self._warnings()
         tests = []
         for t in self.ch.tests:
             if self.only and t["id"] not in self.only:
@@ -123,6 +125,7 @@ class ChapterRun:
             except (FileNotFoundError, OSError) as e:
                 return self._unrun(tests, "ERROR", str(e))
         self._parallel(tests)
+        self._add_warnings(warned)
         for t in tests:   # a child that died before the test started (in the warm-up?)
             if not self.json_path(t).exists():
                 _write_json(self.json_path(t), [self.ch._result(
@@ -130,6 +133,39 @@ class ChapterRun:
                     "the test process died before this test started (in the chapter's "
                     "warm-up, or loading the library?)",
                     output_file=str(self.results / f"{self.dir.name}.log"))])
+
+    def _warnings(self):
+        """{exercise id or None: [warning lines]} from the compiler's output of the build that
+        made this library (lib<chapter>.warnings, make check keeps it), the student's own files
+        only: clang's -Wunused-value names a grid-stride loop that never advances."""
+        path = paths.library_path(self.ch.name).with_suffix(".warnings")
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            return {}
+        out, mine = {}, f"{paths.tree()}/{self.ch.name}/"
+        for line in text.splitlines():
+            m = _WARNING.match(line.strip())
+            if not m or not m["file"].replace(str(paths.REPO) + "/", "").startswith(mine):
+                continue
+            where = f"{m['file'].replace(str(paths.REPO) + '/', '')}:{m['line'] or m['pline']}"
+            out.setdefault(self.ch.exercise_at(where), []).append(
+                f"compiler warning: {where}: {m['msg'].strip()}")
+        return out
+
+    def _add_warnings(self, warned):
+        """The warnings as notes on the rows of the exercises whose lines they name (those
+        outside any exercise on the chapter's first row)."""
+        for ex_id, lines in warned.items():
+            target = next((t for t in self.ch.tests if t["id"] == ex_id), None) or (
+                self.ch.tests[0] if self.ch.tests else None)
+            path = self.json_path(target) if target else None
+            try:
+                rows = json.loads(path.read_text())
+            except (OSError, ValueError, AttributeError):
+                continue
+            rows[0]["notes"] = lines + rows[0].get("notes", [])
+            _write_json(path, rows)
 
     def _unrun(self, tests, status, message, **extra):
         for t in tests:
@@ -287,8 +323,12 @@ def _take(fd, block):
     return os.read(fd, 1) == b"+"
 
 
+# gcc/clang "file:line:col: warning: ...", nvcc "file(line): warning #N-D: ..."
+_WARNING = re.compile(r"^(?P<file>[^\s:()][^:()]*?)(?::(?P<line>\d+)(?::\d+)?|\((?P<pline>\d+)\))"
+                      r":\s*warning\b[^:]*:\s*(?P<msg>.*)$")
+
+
 def _place(error):
-    import re
     m = re.match(r"(\S+:\d+):", error or "")
     return m.group(1) if m else None
 
