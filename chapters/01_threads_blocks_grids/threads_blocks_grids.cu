@@ -28,15 +28,6 @@ __device__ long long linear_thread_id(void)
     return 0;
 }
 
-/* Blocks of `block` threads needed to cover n elements (n >= 0, block >= 1). Mind n near
-   INT_MAX: n + block - 1 no longer fits in an int. (The launches below use the project's
-   TUT_DIV_UP, so that each exercise is tested on its own.) */
-extern "C" int blocks_for(int n, int block)
-{
-    // TODO(student) 01.3: the ceiling of n / block, without overflowing an int (~1 line) [1 point]
-    return 0;
-}
-
 // ---- kernels ------------------------------------------------------------------------------
 
 /* Each thread writes its six ids at its own slot: out[6*id .. 6*id+5]. Python checks every
@@ -59,6 +50,15 @@ __global__ void vector_add_kernel(const float *__restrict__ a, const float *__re
                                   float *__restrict__ c, int n)
 {
     // TODO(student) 01.2: compute this thread's element index i in 64 bits and, only if i < n, c[i] = a[i] + b[i] (~3 lines) [2 points]
+}
+
+/* Blocks of `block` threads needed to cover n elements (n >= 0, block >= 1). Mind n near
+   INT_MAX: n + block - 1 no longer fits in an int. (The launches below use the project's
+   TUT_DIV_UP, so that each exercise is tested on its own.) */
+extern "C" int blocks_for(int n, int block)
+{
+    // TODO(student) 01.3: the ceiling of n / block, without overflowing an int (~1 line) [1 point]
+    return 0;
 }
 
 /* out = in * row_scale[row] + col_shift[col] on a height x width row-major matrix, one thread

@@ -247,13 +247,8 @@ cleanup:
 
 // ---- tpool: the exercises ----------------------------------------------------------------------
 
-/* 07.2, part 1: block i goes back on its class's free list. Last in, first out: the block freed
-   most recently is the next one handed out, as in most caching allocators (one pointer to move,
-   and the memory used last is used again). */
-static void tpool_push_free(struct tpool *p, int i)
-{
-    // TODO(student) 07.2: push block i onto the free list of its class: its next_free is the old head, and it becomes the head (~2 lines)
-}
+/* 07.2, part 1, below tpool_alloc (the exercises read in their order, 07.1 first). */
+static void tpool_push_free(struct tpool *p, int i);
 
 /* A block of at least `bytes`, 256-byte aligned, for work queued on `stream` (0: the legacy
    default stream, which is also right for synchronous calls such as cudaMemcpy). */
@@ -301,6 +296,14 @@ cleanup:
     if (status != 0 && popped)   /* the stream wait failed: the block goes back, still pending */
         tpool_push_free(p, i);
     return status;
+}
+
+/* 07.2, part 1: block i goes back on its class's free list. Last in, first out: the block freed
+   most recently is the next one handed out, as in most caching allocators (one pointer to move,
+   and the memory used last is used again). */
+static void tpool_push_free(struct tpool *p, int i)
+{
+    // TODO(student) 07.2: push block i onto the free list of its class: its next_free is the old head, and it becomes the head (~2 lines)
 }
 
 /* The block a free may release: the one that starts at ptr, live. */

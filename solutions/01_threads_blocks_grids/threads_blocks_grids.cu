@@ -33,17 +33,6 @@ __device__ long long linear_thread_id(void)
     // @end
 }
 
-/* Blocks of `block` threads needed to cover n elements (n >= 0, block >= 1). Mind n near
-   INT_MAX: n + block - 1 no longer fits in an int. (The launches below use the project's
-   TUT_DIV_UP, so that each exercise is tested on its own.) */
-extern "C" int blocks_for(int n, int block)
-{
-    // @solution 01.3: the ceiling of n / block, without overflowing an int (~1 line) [1 point]
-    return (int)(((long long)n + block - 1) / block);
-    // @stub return 0;
-    // @end
-}
-
 // ---- kernels ------------------------------------------------------------------------------
 
 /* Each thread writes its six ids at its own slot: out[6*id .. 6*id+5]. Python checks every
@@ -69,6 +58,17 @@ __global__ void vector_add_kernel(const float *__restrict__ a, const float *__re
     long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
         c[i] = a[i] + b[i];
+    // @end
+}
+
+/* Blocks of `block` threads needed to cover n elements (n >= 0, block >= 1). Mind n near
+   INT_MAX: n + block - 1 no longer fits in an int. (The launches below use the project's
+   TUT_DIV_UP, so that each exercise is tested on its own.) */
+extern "C" int blocks_for(int n, int block)
+{
+    // @solution 01.3: the ceiling of n / block, without overflowing an int (~1 line) [1 point]
+    return (int)(((long long)n + block - 1) / block);
+    // @stub return 0;
     // @end
 }
 
