@@ -8,6 +8,7 @@ a compile error, a crash dropped out of the count, the emulator's diagnosis stay
 The copy (build/check-tests/tree) takes the sources from this tree and the emulator's build from
 this tree's build/, so only the planted chapter is compiled.
 """
+import json
 import os
 import re
 import shutil
@@ -81,7 +82,11 @@ class Check(unittest.TestCase):
         self.assertIn("not built", self.row(out, "01.3"))
         # clang names the line of the missing ';', nvcc where it noticed (the next token's)
         at = str(line) if BACKEND == "cpu" else r"\d+"
-        self.assertRegex(out, rf"chapters/{CH01}/{CU01}:{at}: ")
+        # on the row of the exercise whose lines fail (01.3), not the chapter's first row
+        self.assertRegex(self.row(out, "01.3"), rf"chapters/{CH01}/{CU01}:{at}: ")
+        self.assertNotRegex(self.row(out, "01.1"), rf"{CU01}:\d+")
+        self.assertRegex(out, rf"next: 01.3 at chapters/{CH01}/{CU01}:{at}")
+        self.assertNotIn("make: ***", out)   # the table said it; make's own line is noise
         self.assertIn("exercises: 0 of 5 passing", out)
         self.assertNotIn(" pass ", self.row(out, "01.1"))
         self.assertNotIn("clang++", out)   # quiet: no command lines
@@ -117,11 +122,10 @@ class Check(unittest.TestCase):
         rc, out = self.check("CH=01", "TESTS=01.2")
         self.assertEqual(rc, 0, out)
         row = self.row(out, "01.2")
-        self.assertRegex(row, r"output: \d+ lines printed; the first 64 KiB kept, \d+ lines "
-                              r"dropped")
+        self.assertRegex(row, r"output: \d+ lines printed; the first 64 KiB kept in \S+, \d+ "
+                              r"lines dropped")
         self.assertLess(len(out), 20000)
-        if BACKEND == "cpu":   # a GPU runs it
-            self.assertIn("01.2 at n = INT_MAX not run here", row)   # a note reaches its row
+        self.assertIn(f"kept in build/results/{BACKEND}/student/01.2.out", row)   # named
 
     def test_a_missing_synchronisation_shows_the_emulators_diagnosis(self):
         if BACKEND != "cpu":
@@ -134,8 +138,70 @@ class Check(unittest.TestCase):
         row = self.row(out, "05.1")
         self.assertIn("FAIL", row)
         self.assertIn("host read of managed memory", row)
+        # the diagnosis first, before the exception of the call that noticed
+        self.assertTrue(row.splitlines()[1].strip().startswith("cuemu: "), row)
         self.assertIn(f"chapters/{CH05}/{CU05}:", row)
         self.assertEqual(out.count("host read of managed memory"), 1, out)   # once
+
+    def test_a_32_bit_index_fails_vector_add_near_int_max(self):
+        # blockIdx.x * blockDim.x + threadIdx.x passes 2^31 in the grid's last blocks: in an
+        # int it turns negative, and `i < n` lets it through (the emulator runs those blocks)
+        text = self.solution(CH01, CU01).replace(
+            "    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n)",
+            "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    if (i < n)", 1)
+        self.assertIn("int i = blockIdx.x", text)
+        self.plant(CH01, CU01, text)
+        rc, out = self.check("CH=01", "TESTS=01.2")
+        self.assertNotEqual(rc, 0, out)
+        row = self.row(out, "01.2")
+        self.assertIn("FAIL", row)
+        if BACKEND == "cpu":
+            self.assertIn("8 GiB before c", row)
+        self.plant(CH01, CU01, self.solution(CH01, CU01))
+        rc, out = self.check("CH=01", "TESTS=01.2")
+        self.assertEqual(rc, 0, out)
+        self.assertNotIn("not run here", out)   # checked on every run, on both backends
+
+    def test_an_endless_kernel_is_a_timeout_in_seconds_and_its_warning_shows(self):
+        text = self.solution(CH01, CU01)
+        loop = "i < (size_t)n; i += stride)\n        y[i] = a * x[i] + y[i];"
+        self.assertIn(loop, text)
+        text = text.replace(loop, loop.replace("i += stride", "i + stride"), 1)
+        line = next(i for i, s in enumerate(text.splitlines(), 1) if "; i + stride)" in s)
+        self.plant(CH01, CU01, text)
+        rc, out = self.check("CH=01", "TESTS=01.5")
+        self.assertNotEqual(rc, 0, out)
+        row = self.row(out, "01.5")
+        self.assertIn("TIMEOUT", row)
+        self.assertRegex(row, r"stopped after \d+(\.\d+)? s")
+        if BACKEND == "cpu":   # clang's warning names the bug; the watchdog names the loop
+            self.assertIn(f"compiler warning: chapters/{CH01}/{CU01}:{line}: expression result "
+                          f"unused", row)
+            if "cuemu: watchdog" in row:   # (a machine too busy to give it 5 s of CPU time
+                # before the wall-clock limit stops the test has no watchdog report)
+                self.assertIn(f"{CU01}:{line}", row.split("cuemu: watchdog", 1)[1])
+        self.assertIn("1 timed out", out)
+
+    def test_a_declaration_jumped_over_by_cuda_check_is_named_at_its_line(self):
+        ch, cu = "02_explicit_allocation", "explicit_allocation.cu"
+        text = self.solution(ch, cu)
+        old = ("    size_t bytes = n * sizeof(float);\n"
+               "    CUDA_CHECK(cudaMalloc(&d_x, bytes));")
+        self.assertIn(old, text)
+        text = text.replace(old, "    CUDA_CHECK(cudaMalloc(&d_x, n * sizeof(float)));\n"
+                                 "    size_t bytes = n * sizeof(float);", 1)
+        line = next(i for i, s in enumerate(text.splitlines(), 1)
+                    if s == "    size_t bytes = n * sizeof(float);")
+        try:
+            self.plant(ch, cu, text)
+            rc, out = self.check("CH=02", "TESTS=02.1")
+        finally:
+            shutil.copy2(REPO / "chapters" / ch / cu, TREE / "chapters" / ch / cu)
+        self.assertNotEqual(rc, 0, out)
+        row = self.row(out, "02.1")
+        self.assertIn("not built", row)
+        self.assertIn(f"chapters/{ch}/{cu}:{line}: a declaration with a value after a "
+                      f"CUDA_CHECK", row)
 
     def test_a_byte_order_mark_and_crlf_pass(self):
         text = "\ufeff" + self.solution(CH01, CU01).replace("\n", "\r\n")
@@ -153,6 +219,56 @@ class Check(unittest.TestCase):
         rc, out = self.check("CH=threads")
         self.assertNotEqual(rc, 0)
         self.assertIn("did you mean CH=01?", out)
+
+
+class Summary(unittest.TestCase):
+    """The table itself, from made-up rows (no build): what a first run and a solved course
+    print."""
+
+    def table(self, rows, *args):
+        d = BUILD / "check-tests" / "summary"
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+        for r in rows:
+            (d / f"{r['id']}.json").write_text(json.dumps([dict(
+                {"title": "t", "exercise": True, "tree": "chapters", "message": ""}, **r)]))
+        p = subprocess.run([sys.executable, str(REPO / "tools" / "summary.py"), *args, str(d)],
+                           capture_output=True, text=True)
+        return p.returncode, p.stdout
+
+    def test_a_first_run_is_a_line_per_chapter_then_the_chapter_in_progress(self):
+        rows = [{"id": f"{c:02d}.{e}", "status": "NOT DONE", "part": "none",
+                 "message": "exercise not done yet: TODO(student) at x.cu:1"}
+                for c in range(10) for e in range(1, 6)]
+        rows += [{"id": f"{c:02d}.gpu-only", "status": "SKIP", "exercise": False,
+                  "message": "needs a GPU"} for c in range(10)]
+        rc, out = self.table(rows)
+        self.assertEqual(rc, 1)
+        self.assertEqual(len(re.findall(r"^\S* ?\s*\d\d_\w+\s+0 of 5 exercises", out, re.M)),
+                         len(list((REPO / "chapters").glob("[0-9][0-9]_*"))), out)
+        self.assertIn("00.1", out)
+        self.assertNotIn("01.1 ", out)   # other chapters: their line only
+        self.assertLess(len(out.splitlines()), 40, out)
+
+    def test_one_missing_stream_argument_is_one_race_report_and_a_count(self):
+        race = ("cuemu: stream race on device memory allocated at x.cu:{0} (4096 bytes): a "
+                "kernel on stream 1 writes, and a copy on stream 2 reads, with nothing ordering "
+                "them")
+        rc, out = self.table([{"id": "07.5", "status": "FAIL", "message": "AssertionError: x",
+                               "diagnostics": "\n".join(race.format(n) for n in (10, 11, 12))}])
+        self.assertEqual(out.count("stream race on device memory"), 1, out)
+        self.assertIn("x.cu:10", out)
+        self.assertIn("and 2 more stream race reports like the first", out)
+
+    def test_a_solved_course_fits_one_screen(self):
+        rows = [{"id": f"{c:02d}.{e}", "status": "PASS", "notes": ["a note"]}
+                for c in range(10) for e in range(1, 7)]
+        rows += [{"id": f"{c:02d}.check{k}", "status": "PASS", "exercise": False}
+                 for c in range(10) for k in range(8)]
+        rc, out = self.table(rows)
+        self.assertEqual(rc, 0, out)
+        self.assertLessEqual(len(out.splitlines()), 24, out)
+        self.assertIn("exercises: 60 of 60 passing", out)
 
 
 if __name__ == "__main__":

@@ -107,6 +107,23 @@ def crash_report(r):
     return "\n".join(msg)
 
 
+def first_of_each(lines, kinds=("cuemu: stream race",)):
+    """The first report of each kind in full, then a count of the rest: one missing stream
+    argument makes a race report for every buffer the two streams share."""
+    out, extra = [], {}
+    for line in lines:
+        kind = next((k for k in kinds if line.startswith(k)), None)
+        if kind and any(o.startswith(kind) for o in out):
+            extra[kind] = extra.get(kind, 0) + 1
+            continue
+        out.append(line)
+    for kind, n in extra.items():
+        words = kind.split(": ", 1)[1]
+        out.append(f"cuemu: and {n} more {words} report{'s' if n > 1 else ''} like the first "
+                   f"(one missing order shows on every buffer it touches: fix the first)")
+    return out
+
+
 def details(r, everything):
     """Lines under a row: for a row that is not a pass everything that explains it; for a pass,
     what must still reach the student (diagnoses, notes, output dropped)."""
@@ -125,6 +142,7 @@ def details(r, everything):
     elif r["status"] == "SKIP" and r.get("message"):
         out.append(r["message"].splitlines()[0])
     out += [f"note: {n}" for n in r.get("notes", [])]
+    out = first_of_each(out)
     lines, dropped = r.get("output_lines", 0), r.get("output_dropped", 0)
     shown = [line for line in r.get("output", "").rstrip("\n").splitlines()
              if not line.startswith("cuemu: ")]

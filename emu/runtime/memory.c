@@ -568,16 +568,22 @@ static int slack_damaged(rt_block *b, const char *when)
     long bad_front = first_bad(front, (size_t)(b->base - front));
     if (bad_back < 0 && bad_front < 0) return 0;
     b->slack_reported = 1;
-    if (bad_back >= 0)
-        cuemu_diag("write past the end of the allocation made at %s:%d (%zu bytes at %p; byte %zu, "
-                   "%ld past the end, was changed), found by %s",
-                   site_file(b->file), b->line, b->size, (void *)b->base,
-                   b->size + (size_t)bad_back, bad_back, when);
-    else
-        cuemu_diag("write before the start of the allocation made at %s:%d (%zu bytes at %p; byte %ld "
-                   "was changed), found by %s",
-                   site_file(b->file), b->line, b->size, (void *)b->base,
-                   -(long)(b->base - front) + bad_front, when);
+    /* Said as a student reads it: which buffer (its line and size), how far out, found when. */
+    if (bad_back >= 0) {
+        char how_far[64] = "the byte right after its last one";
+        if (bad_back > 0)
+            snprintf(how_far, sizeof how_far, "a byte %ld bytes after its last one", bad_back + 1);
+        cuemu_diag("write past the end of the allocation made at %s:%d (a buffer of %zu byte%s "
+                   "at %p): %s was changed, found by %s",
+                   site_file(b->file), b->line, b->size, b->size == 1 ? "" : "s", (void *)b->base,
+                   how_far, when);
+    } else {
+        long before = (long)(b->base - front) - bad_front;
+        cuemu_diag("write before the start of the allocation made at %s:%d (a buffer of %zu "
+                   "byte%s at %p): the byte %ld before its first one was changed, found by %s",
+                   site_file(b->file), b->line, b->size, b->size == 1 ? "" : "s", (void *)b->base,
+                   before, when);
+    }
     cuemu_set_sticky_error(cudaErrorIllegalAddress);
     return 1;
 }
