@@ -203,6 +203,42 @@ class Check(unittest.TestCase):
         self.assertIn(f"chapters/{ch}/{cu}:{line}: a declaration with a value after a "
                       f"CUDA_CHECK", row)
 
+    def test_advice_over_elements_not_bytes_says_what_was_advised(self):
+        if BACKEND != "cpu":
+            self.skipTest("the advice is read back on the emulator only")
+        old = "cudaMemAdvise(table, table_n * sizeof(float), cudaMemAdviseSetReadMostly"
+        text = self.solution(CH05, CU05)
+        self.assertIn(old, text)
+        self.plant(CH05, CU05, text.replace(old, old.replace(" * sizeof(float)", ""), 1))
+        rc, out = self.check("CH=05", "TESTS=05.2")
+        self.assertNotEqual(rc, 0, out)
+        row = self.row(out, "05.2")
+        self.assertRegex(row, r"the table is (\d+) bytes, and only its first \d+ bytes were "
+                              r"advised read-mostly")
+        self.assertIn("a count of elements where bytes were meant?", row)
+
+    def test_an_overrun_says_which_buffer_and_how_far(self):
+        if BACKEND != "cpu":
+            self.skipTest("the emulator's own report")
+        ch, cu = "02_explicit_allocation", "explicit_allocation.cu"
+        text = self.solution(ch, cu)
+        old = "    size_t bytes = n * sizeof(float);\n"
+        self.assertIn(old, text)
+        text = text.replace(old, "    size_t bytes = n;   /* elements, not bytes */\n", 1)
+        line = next(i for i, s in enumerate(text.splitlines(), 1)
+                    if "CUDA_CHECK(cudaMalloc(&d_y, bytes));" in s)
+        try:
+            self.plant(ch, cu, text)
+            rc, out = self.check("CH=02", "TESTS=02.1")
+        finally:
+            shutil.copy2(REPO / "chapters" / ch / cu, TREE / "chapters" / ch / cu)
+        self.assertNotEqual(rc, 0, out)
+        row = self.row(out, "02.1")
+        self.assertRegex(row, rf"write past the end of the allocation made at chapters/{ch}/"
+                              rf"{cu}:{line} \(a buffer of \d+ bytes? at \S+\): (the byte right "
+                              rf"after its last one|a byte \d+ bytes after its last one) was "
+                              rf"changed")
+
     def test_a_byte_order_mark_and_crlf_pass(self):
         text = "\ufeff" + self.solution(CH01, CU01).replace("\n", "\r\n")
         self.plant(CH01, CU01, text.encode("utf-8"))
