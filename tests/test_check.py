@@ -296,6 +296,25 @@ class Summary(unittest.TestCase):
         self.assertIn("x.cu:10", out)
         self.assertIn("and 2 more stream race reports like the first", out)
 
+    def test_an_error_row_keeps_the_tests_frames_not_the_harness(self):
+        sys.path.insert(0, str(REPO / "common"))
+        from tut.runner import Chapter
+
+        def a_test_that_breaks(ctx):
+            raise KeyError("no such key")
+
+        class Lib:
+            def mem_used(self):
+                return 0
+
+            def synchronize(self):
+                return 0
+
+        status, message = Chapter._call({"fn": a_test_that_breaks}, None, Lib())
+        self.assertEqual(status, "ERROR")
+        self.assertIn("a_test_that_breaks", message)
+        self.assertNotIn("runner.py", message)
+
     def test_a_solved_course_fits_one_screen(self):
         rows = [{"id": f"{c:02d}.{e}", "status": "PASS", "notes": ["a note"]}
                 for c in range(10) for e in range(1, 7)]

@@ -76,6 +76,13 @@ def _test_running():
             os.environ["CUEMU_QUIET"] = quiet
 
 
+def _harness_frame(filename):
+    """A frame of the harness itself (this runner, make check's processes): no news to a
+    student reading why a test errored."""
+    name = filename.replace("\\", "/")
+    return name.endswith(("/common/tut/runner.py", "/common/tut/warm.py", "/tools/check.py"))
+
+
 def _shown_path(path):
     """A path as a student would type it: relative to the repository when it is inside."""
     p = Path(path).resolve()
@@ -298,8 +305,12 @@ class Chapter:
                 return "SKIP", str(root)
             if isinstance(root, (AssertionError, CudaError, LibraryError)):
                 return "FAIL", f"{type(root).__name__}: {root}"
-            # a bug in the test or the driver, or a Python exception the C code caused
-            return "ERROR", "".join(traceback.format_exception(e)).rstrip()
+            # a bug in the test or the driver, or a Python exception the C code caused: its
+            # stack without the harness's own frames (the runner's, make check's)
+            tb = traceback.TracebackException.from_exception(e)
+            tb.stack = traceback.StackSummary.from_list(
+                [f for f in tb.stack if not _harness_frame(f.filename)])
+            return "ERROR", "".join(tb.format()).rstrip()
 
     def _result(self, test, which_backend, seed, started, status, message, todo=None, **extra):
         r = {"id": test["id"], "title": test["title"], "exercise": test["exercise"],
