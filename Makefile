@@ -210,10 +210,10 @@ TEST_ENV   = OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1}
 PY_ABS     = $(if $(findstring /,$(PY)),$(abspath $(PY)),$(shell command -v $(PY)))
 # `make check CH=01` checks one chapter (each chapter's tests carry its name as a CTest label).
 CH_LABEL   = $(if $(filter command line,$(origin CH)),-L '^$(notdir $(CH_DIR))$$$$')
-# make check (student): CTest's own lines hidden, the summary's table is the result.
+# make test: CTest runs everything (tests/CMakeLists.txt), the summary's table is the result.
 ctest_run = export $(TEST_ENV) && cmake -S tests -B $(BUILD)/tests/$(1) -DMODE=$(1) -DBACKEND=$(B) -DPYTHON=$(PY_ABS) -DBUILD_DIR=$(abspath $(BUILD)) -DONLY_CHAPTER=$(if $(CH_LABEL),$(notdir $(CH_DIR))) >/dev/null && \
 	rm -rf $(RESULTS)/$(1) && \
-	{ ctest --test-dir $(BUILD)/tests/$(1) --no-tests=error --parallel $(NPROC) --output-junit junit.xml $(CH_LABEL) $(if $(filter student,$(1)),$(if $(V),,-Q)) $(CTEST_ARGS); rc=$$?; \
+	{ ctest --test-dir $(BUILD)/tests/$(1) --no-tests=error --parallel $(NPROC) --output-junit junit.xml $(CH_LABEL) $(CTEST_ARGS); rc=$$?; \
 	  $(PY) tools/summary.py --mode $(1) $(RESULTS)/$(1) $(BUILD)/tests/$(1)/junit.xml || rc=1; exit $$rc; }
 
 # make check and check-solutions: one Python process for the whole check (tools/check.py), a
@@ -329,7 +329,7 @@ clean: ## remove build/
 help: ## this list
 	@echo "make [target] [BACKEND=gpu|cpu|auto] [CH=NN] [ARGS=...]   (BACKEND now resolves to $(B))"
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]*):.*## (.*)/  \1\t\2/' | expand -t 20
-	@echo "variables: BACKEND ARCH NVCC NVCCFLAGS PYTHON CH ID ARGS BUILD CTEST_ARGS MUTANTS_ARGS FORCE V (V=1: show every command); classroom (docs/instructor.md): HIDDEN SUBMISSIONS JOBS TIMEOUT SEED HANDOUT CHECK SANDBOX ISOLATE MEMORY ONLY ROSTER DEADLINE PENALTY PLATFORM COUNT"
+	@echo "variables: BACKEND ARCH NVCC NVCCFLAGS PYTHON CH ID ARGS BUILD TESTS FULL CTEST_ARGS MUTANTS_ARGS FORCE REPS RECORD V (V=1: show every command and every row); classroom (docs/instructor.md): HIDDEN SUBMISSIONS JOBS TIMEOUT SEED HANDOUT CHECK SANDBOX ISOLATE MEMORY ONLY ROSTER DEADLINE PENALTY PLATFORM COUNT"
 
 # --- lessons: figures, pictures, compute-sanitizer ------------------------------------------------
 figures: python ## fail if a lesson quotes a GPU figure that no recorded run (docs/figures/) has
