@@ -24,13 +24,8 @@
    64-bit: a grid may hold more than 2^31 threads. */
 __device__ long long linear_thread_id(void)
 {
-    // @solution 01.1: number this block within the grid, then this thread within the block, and combine them (~4 lines) [2 points]
-    long long block = blockIdx.x + (long long)gridDim.x * (blockIdx.y + (long long)gridDim.y * blockIdx.z);
-    long long threads_per_block = (long long)blockDim.x * blockDim.y * blockDim.z;
-    long long thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
-    return block * threads_per_block + thread;
-    // @stub return 0;
-    // @end
+    // TODO(student) 01.1: number this block within the grid, then this thread within the block, and combine them (~4 lines) [2 points]
+    return 0;
 }
 
 // ---- kernels ------------------------------------------------------------------------------
@@ -54,11 +49,7 @@ __global__ void record_ids_kernel(int *out)
 __global__ void vector_add_kernel(const float *__restrict__ a, const float *__restrict__ b,
                                   float *__restrict__ c, int n)
 {
-    // @solution 01.2: compute this thread's element index i in 64 bits and, only if i < n, c[i] = a[i] + b[i] (~3 lines) [2 points]
-    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        c[i] = a[i] + b[i];
-    // @end
+    // TODO(student) 01.2: compute this thread's element index i in 64 bits and, only if i < n, c[i] = a[i] + b[i] (~3 lines) [2 points]
 }
 
 /* Blocks of `block` threads needed to cover n elements (n >= 0, block >= 1). Mind n near
@@ -66,10 +57,8 @@ __global__ void vector_add_kernel(const float *__restrict__ a, const float *__re
    TUT_DIV_UP, so that each exercise is tested on its own.) */
 extern "C" int blocks_for(int n, int block)
 {
-    // @solution 01.3: the ceiling of n / block, without overflowing an int (~1 line) [1 point]
-    return (int)(((long long)n + block - 1) / block);
-    // @stub return 0;
-    // @end
+    // TODO(student) 01.3: the ceiling of n / block, without overflowing an int (~1 line) [1 point]
+    return 0;
 }
 
 /* out = in * row_scale[row] + col_shift[col] on a height x width row-major matrix, one thread
@@ -80,14 +69,7 @@ __global__ void matrix_scale_shift_kernel(const float *__restrict__ in,
                                           const float *__restrict__ col_shift,
                                           float *__restrict__ out, int height, int width)
 {
-    // @solution 01.4: find this thread's row and col, guard both, and write out[row * width + col] (~5 lines) [2 points]
-    int col = blockIdx.x * blockDim.x + threadIdx.x;
-    int row = blockIdx.y * blockDim.y + threadIdx.y;
-    if (row < height && col < width) {
-        size_t i = (size_t)row * width + col;
-        out[i] = in[i] * row_scale[row] + col_shift[col];
-    }
-    // @end
+    // TODO(student) 01.4: find this thread's row and col, guard both, and write out[row * width + col] (~5 lines) [2 points]
 }
 
 /* y = a*x + y with a grid-stride loop: the grid is as large as the GPU needs to be busy, not as
@@ -95,11 +77,7 @@ __global__ void matrix_scale_shift_kernel(const float *__restrict__ in,
 __global__ void saxpy_grid_stride_kernel(float a, const float *__restrict__ x,
                                          float *__restrict__ y, int n)
 {
-    // @solution 01.5: loop i from this thread's global index to n in steps of the grid's total thread count (~3 lines) [2 points]
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)n; i += stride)
-        y[i] = a * x[i] + y[i];
-    // @end
+    // TODO(student) 01.5: loop i from this thread's global index to n in steps of the grid's total thread count (~3 lines) [2 points]
 }
 
 /* The benchmark's fastest version: 16-byte float4 loads, grid-stride, then a scalar tail.
