@@ -239,6 +239,16 @@ class Check(unittest.TestCase):
                               rf"after its last one|a byte \d+ bytes after its last one) was "
                               rf"changed")
 
+    def test_the_driver_by_hand_ends_with_the_next_command(self):
+        # what `make run CH=01 ARGS="--check --only 01.3"` runs, without make's `all`
+        self.check("CH=01", "TESTS=01.3")   # builds chapter 01 in the copy
+        env = dict(scratch_tree.make_env(), TUT_BACKEND=BACKEND, TUT_BUILD=str(TREE / "build"))
+        r = subprocess.run([self.python, str(TREE / "chapters" / CH01 / "driver.py"), "--check",
+                            "--only", "01.3"], capture_output=True, text=True, env=env,
+                           timeout=600)
+        self.assertTrue(r.stdout.rstrip().splitlines()[-1].startswith("Next: make check CH=01"),
+                        r.stdout + r.stderr)
+
     def test_a_byte_order_mark_and_crlf_pass(self):
         text = "\ufeff" + self.solution(CH01, CU01).replace("\n", "\r\n")
         self.plant(CH01, CU01, text.encode("utf-8"))
@@ -255,6 +265,24 @@ class Check(unittest.TestCase):
         rc, out = self.check("CH=threads")
         self.assertNotEqual(rc, 0)
         self.assertIn("did you mean CH=01?", out)
+
+
+class ReadingOrder(unittest.TestCase):
+    """Exercise ids follow the order a student reads the file in (issue 30: 01.3's TODO stood
+    above 01.2's, 07.2's above 07.1's; ids are never renumbered, the code was moved)."""
+
+    def first_todos(self, ch, cu):
+        ids = []
+        for line in (REPO / "chapters" / ch / cu).read_text().splitlines():
+            m = re.search(r"TODO\(student\) (\d\d\.\d+)", line)
+            if m and m.group(1) not in ids:
+                ids.append(m.group(1))
+        return ids
+
+    def test_chapter_01_and_07(self):
+        self.assertEqual(self.first_todos(CH01, CU01), ["01.1", "01.2", "01.3", "01.4", "01.5"])
+        ids = self.first_todos("07_memory_pools", "memory_pools.cu")
+        self.assertLess(ids.index("07.1"), ids.index("07.2"), ids)
 
 
 class Summary(unittest.TestCase):
