@@ -228,7 +228,7 @@ class ChapterRun:
             self._child(tests, w)
         os.close(w)
         return {"pid": pid, "fd": r, "buf": b"", "tests": tests, "current": None,
-                "started": None, "done": set()}
+                "started": None, "done": set(), "forked": time.monotonic()}
 
     def _read(self, worker):
         data = os.read(worker["fd"], 4096)
@@ -247,6 +247,10 @@ class ChapterRun:
     def _over_time(self, worker):
         """Seconds the current test has run, if it is past its limits, else None."""
         if worker["current"] is None:
+            # stuck before its test (loading the library, the warm-up): stopped all the same;
+            # its test's row then says it died before the test started
+            if time.monotonic() - worker["forked"] > TEST_WALL_S:
+                os.killpg(worker["pid"], signal.SIGKILL)
             return None
         wall = time.monotonic() - worker["started"]
         cpu = _cpu_seconds(worker["pid"]) - worker["cpu0"]
