@@ -250,7 +250,10 @@ class ChapterRun:
             # stuck before its test (loading the library, the warm-up): stopped all the same;
             # its test's row then says it died before the test started
             if time.monotonic() - worker["forked"] > TEST_WALL_S:
-                os.killpg(worker["pid"], signal.SIGKILL)
+                try:
+                    os.killpg(worker["pid"], signal.SIGKILL)
+                except ProcessLookupError:   # not yet its own group
+                    os.kill(worker["pid"], signal.SIGKILL)
             return None
         wall = time.monotonic() - worker["started"]
         cpu = _cpu_seconds(worker["pid"]) - worker["cpu0"]
