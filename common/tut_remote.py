@@ -27,7 +27,7 @@ the hidden tests or the results. The drivers run unchanged:
 - the worker's stdout and stderr are copied to the checker's fds 1 and 2 after each call.
 
 The worker is started as shlex.split(TUT_WORKER_PREFIX) + [python, tut_worker.py, ...]: the
-grader puts its sandbox command there. CPU backend only: CUDA's pinned and managed memory cannot
+grader puts its sandbox command there (python: TUT_WORKER_PYTHON, else this interpreter). CPU backend only: CUDA's pinned and managed memory cannot
 be mapped into a second process, so on BACKEND=gpu load refuses with a clear message.
 """
 import atexit
@@ -339,8 +339,10 @@ class _Worker:
         # call, wherever those point then (a test's output file), in the order it printed.
         self.out = [self._spool("stdout"), self._spool("stderr")]
         self.last, self.failing = b"", False
+        # the worker needs the standard library alone: any Python 3 its user may run
+        python = os.environ.get("TUT_WORKER_PYTHON") or sys.executable
         cmd = shlex.split(os.environ.get("TUT_WORKER_PREFIX", "")) + [
-            sys.executable, "-I", "-S", str(HERE / "tut_worker.py"), str(req_r), str(rep_w),
+            python, "-I", "-S", str(HERE / "tut_worker.py"), str(req_r), str(rep_w),
             f"{region.fd}:{region.base:#x}:{region.size:#x}:{region.half:#x}", str(path)]
         env = worker_environment(os.environ)
         sys.stdout.flush()

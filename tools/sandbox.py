@@ -13,7 +13,8 @@ What the command gets (tools/grade.py runs every compile and every student libra
   tests, not the other submissions, not the grader's output;
 - its own PID namespace, whose first process is this script's: when the command exits, or this
   script is killed, the kernel kills every process left in it (a setsid() child included);
-- its own network namespace (only a loopback interface, down: no network), IPC and UTS ones;
+- its own network namespace (only a loopback interface, down: no network), IPC and UTS ones
+  (the host's name kept: nothing says "graded");
 - a user id of its own (not root, none of root's capabilities, no_new_privs), and limits on
   address space, CPU time, file size, processes and open files.
 
@@ -401,7 +402,8 @@ def _first_process(args, status_w, as_root, uid):
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     try:
         _build_root(args.root, args.ro, args.rw, args.dev, args.tmp)
-        _libc.sethostname(b"sandbox", 7)
+        # the host's name stays (its own UTS namespace): a fixed name would tell a library
+        # that it is graded
         if as_root:
             for p in args.rw:
                 _chown_tree(os.path.realpath(p), uid, uid)
