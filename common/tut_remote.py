@@ -1,34 +1,47 @@
 # SPDX-License-Identifier: MIT
-"""tut_remote: a chapter's library in a worker process, driven from the checker (issue 26).
+"""tut_remote: a chapter's library in a worker process, driven from the checker (issues 26, 31).
 
 With TUT_ISOLATE=1, tut.load_chapter() gives the driver a tut.Library whose `cdll` is a
 RemoteCDLL: every C function the driver binds and calls runs in a worker process
 (common/tut_worker.py), so the student's code never shares a process with the tests, the seed,
 the hidden tests or the results. The drivers run unchanged:
 
-- host memory: install() (at tut's import) maps one memfd region at the same address here and
-  in the worker, and makes it NumPy's data allocator (common/tut_shm.c through
-  PyDataMem_SetHandler), so the address of every NumPy array means the same bytes in the worker.
-  The emulator's allocations in the worker (pinned, managed, device) come from the other half
-  (emu/runtime/shared_heap.c), so a PinnedArray or ManagedArray viewed by NumPy here is the
-  memory the kernels write there;
+- host memory (issue 31: nothing the checker decides from is memory the student's code can
+  write): the checker's NumPy arrays are its own, private memory (common/tut_shm.c, NumPy's
+  data allocator through PyDataMem_SetHandler, at addresses the worker keeps free); the worker
+  has a memfd mapped at those addresses. A call's pointer arguments into the checker's memory
+  (the whole NumPy array each lies in, and arrays a passed structure points to) are copied to
+  the worker's copy before the call; after it, once every process of the worker is stopped,
+  only the arguments Library.bind(out=...) declares come back (and those of earlier calls whose
+  writes may still come: an async copy's destination, until freed or passed as an input); a
+  write to any other fails the call, the checker's copy untouched. The emulator's allocations
+  in the worker (pinned, managed, device) are the memfd's other half, at the same address in
+  both, so a PinnedArray or ManagedArray viewed here is the memory the kernels write there:
+  the checker reads it only while the worker is stopped, and computes no reference from it;
 - ctypes objects passed by reference (ctypes.byref(c_int()), a c_void_p out-parameter,
-  (c_longlong * n)(), a Structure, create_string_buffer) are copied through the region, in and
-  back out; pointer ints already in the region pass unchanged; another address of this
-  process's own memory is refused (ValueError naming the function and the argument);
+  (c_longlong * n)(), a Structure, create_string_buffer) are copied in the same way, and back
+  out when declared outputs (Library.bind's default: the POINTER(T) arguments); an address of
+  this process's own memory elsewhere is refused (ValueError naming the function and the
+  argument);
 - the channel: two inherited pipes, JSON messages (tut_worker.py's docstring); nothing the
   worker sends is executed or unpickled, only parsed and checked;
 - a worker that dies (a signal, abort(), exit()) or stops answering (TUT_WORKER_TIMEOUT, 300 s
   per call) fails the call with WorkerDied, a CudaError, naming the signal and the end of the
   worker's stderr; the next call starts a fresh worker;
-- between calls every process of the worker (its process group and every descendant, one in
-  a session of its own too) is stopped (SIGSTOP), so nothing of the student's runs while the
-  checker computes and compares (TUT_WORKER_FREEZE=0: not; it costs about 100 us a call);
+- between calls every process of the worker (every descendant, one in a session of its own
+  too: the sandbox or the worker is their child subreaper) is stopped (SIGSTOP), and a last
+  look at the tree finds none running, so nothing of the student's runs while the checker
+  copies outputs, computes and compares (TUT_WORKER_FREEZE=0: not);
+- TUT_WORKER_CPU (seconds) and TUT_WORKER_MEMORY (bytes): limits on the worker's processes
+  as a whole (CPU time summed over them, private memory plus the shared region), checked
+  every 0.1 s during a call;
 - the worker's stdout and stderr are copied to the checker's fds 1 and 2 after each call.
 
 The worker is started as shlex.split(TUT_WORKER_PREFIX) + [python, tut_worker.py, ...]: the
-grader puts its sandbox command there (python: TUT_WORKER_PYTHON, else this interpreter). CPU backend only: CUDA's pinned and managed memory cannot
-be mapped into a second process, so on BACKEND=gpu load refuses with a clear message.
+grader puts its sandbox command there (python: TUT_WORKER_PYTHON, else this interpreter). The
+worker's environment is built from an allow-list (worker_environment). CPU backend only: CUDA's
+pinned and managed memory cannot be mapped into a second process, so on BACKEND=gpu load
+refuses with a clear message.
 """
 import atexit
 import bisect
@@ -358,8 +371,9 @@ class _Worker:
         self.poll.register(rep_r, select.POLLIN | select.POLLHUP | select.POLLERR)
         self.freeze = os.environ.get("TUT_WORKER_FREEZE", "1") != "0"
         self.frozen = False
-        uid = os.environ.get("TUT_WORKER_UID", "")
-        self.uid = int(uid) if uid.isdigit() and int(uid) != os.getuid() else None
+        # the submission's limits as a whole: every process of the worker's tree
+        self.cpu_limit = float(os.environ.get("TUT_WORKER_CPU") or 0)
+        self.mem_limit = int(os.environ.get("TUT_WORKER_MEMORY") or 0)
         atexit.register(self._thaw)
         self.timeout = float(os.environ.get("TUT_WORKER_TIMEOUT", "300"))
         self.dead = None
@@ -410,15 +424,50 @@ class _Worker:
         return reply
 
     def _read(self, deadline, what):
-        wait = deadline - time.monotonic()
-        if wait <= 0 or not self.poll.poll(wait * 1000):
-            self._kill()
-            self._fail(what, f"no answer in {self.timeout:g} s (TUT_WORKER_TIMEOUT); "
-                             f"the worker was killed")
+        while True:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                self._kill()
+                self._fail(what, f"no answer in {self.timeout:g} s (TUT_WORKER_TIMEOUT); "
+                                 f"the worker was killed")
+            watching = self.cpu_limit or self.mem_limit
+            if self.poll.poll(min(wait, 0.1) * 1000 if watching else wait * 1000):
+                break
+            if watching:
+                self._watch(what)
         b = os.read(self.rep, 1 << 16)
         if not b:
             self._fail(what, None)
         return b
+
+    def _watch(self, what):
+        """The submission as one: the CPU time of all its processes (a neighbour's load does
+        not count) and their memory (each one's private memory, and the shared
+        region's pages), against TUT_WORKER_CPU seconds and TUT_WORKER_MEMORY bytes."""
+        ticks, private = 0, 0
+        for p in self._processes():
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                ticks += sum(int(v) for v in fields[11:15])   # utime stime cutime cstime
+                with open(f"/proc/{p}/status") as f:
+                    for line in f:
+                        if line.startswith("RssAnon:"):
+                            private += int(line.split()[1]) * 1024
+                            break
+            except (OSError, ValueError, IndexError):
+                pass
+        cpu = ticks / os.sysconf("SC_CLK_TCK")
+        if self.cpu_limit and cpu > self.cpu_limit:
+            self._kill()
+            self._fail(what, f"its processes used more than {self.cpu_limit:g} s of CPU time "
+                             f"(TUT_WORKER_CPU)")
+        if self.mem_limit:
+            used = private + os.fstat(_region.fd).st_blocks * 512
+            if used > self.mem_limit:
+                self._kill()
+                self._fail(what, f"its processes used {used >> 20} MiB of memory, more than "
+                                 f"{self.mem_limit >> 20} MiB (TUT_WORKER_MEMORY)")
 
     def _fail(self, what, why):
         """The worker is gone (or is now killed): raise WorkerDied, and keep raising it."""
@@ -476,25 +525,11 @@ class _Worker:
             return True   # gone
 
     def _processes(self):
-        """Every process of the submission: those of its user (TUT_WORKER_UID, the sandbox's
-        user of its own, so a setsid() or a double fork changes nothing), else the worker's
-        process tree (a sandbox's PID namespace reparents orphans inside it)."""
-        if self.uid is None:
-            return self._tree()
-        mine = []
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{name}/status") as f:
-                    for line in f:
-                        if line.startswith("Uid:"):
-                            if str(self.uid) in line.split()[1:4]:
-                                mine.append(int(name))
-                            break
-            except OSError:
-                pass
-        return mine
+        """Every process of the submission: the worker's process tree. Nothing leaves it: a
+        process whose parent exits goes to the nearest child subreaper above it, the sandbox
+        (tools/sandbox.py as another user: a root process the library cannot change) or its
+        PID namespace's first process, else the worker itself (which a library could undo)."""
+        return self._tree()
 
     def _stop(self):
         """SIGSTOP every process of the submission, and return once all of them have stopped
@@ -587,8 +622,7 @@ class _Worker:
 
     def _kill(self, others=()):
         self._cont()
-        for p in list(others) + self._processes()[1 if self.uid is None else 0:]:
-            # descendants first, in a new session too
+        for p in list(others) + self._processes()[1:]:   # descendants first, setsid() too
             try:
                 os.kill(p, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):

@@ -23,7 +23,8 @@ PrairieLearn run graders), root still has CAP_SETUID: the command then runs as t
 its own (--uid) with the same limits, no_new_privs, a seccomp filter (below) and, where the
 kernel has it, a Landlock ruleset that lets it read only the system directories and --ro
 paths and write only --rw paths and its private /tmp folder ("uid" mode; --probe says which
-mode). Every process of that user is killed when the command ends. What the uid alone keeps
+mode). This process is their child subreaper: every process the command makes stays its
+descendant (what a checker stops between calls), and all are killed when the command ends. What the uid alone keeps
 out: other users' processes (signals, ptrace, /proc/PID/mem and environ), files not readable by
 others; the caller must keep its own files so (tools/grade.py makes its results 0700).
 
@@ -57,7 +58,7 @@ CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_SET_CHILD_SUBREAPER = 1, 38, 36
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203}
 SETUP_FAILED = 125
 
@@ -332,11 +333,30 @@ def uid_processes(uid):
     return out
 
 
-def kill_uid(uid):
-    """SIGKILL every process of uid until none is left (a fork racing the kill is caught by
-    the next look; a killed process cannot fork)."""
-    for _ in range(1000):
-        pids = uid_processes(uid)
+def _descendants(pid):
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for t in tids:
+            try:
+                with open(f"/proc/{p}/task/{t}/children") as f:
+                    kids = [int(c) for c in f.read().split()]
+            except (OSError, ValueError):
+                continue
+            out += kids
+            todo += kids
+    return out
+
+
+def kill_descendants():
+    """SIGKILL every descendant of this process (a child subreaper: every process the command
+    made, whoever its parent was, is one) until none is left, reaping them."""
+    for _ in range(10000):
+        pids = _descendants(os.getpid())
         if not pids:
             return
         for p in pids:
@@ -344,13 +364,20 @@ def kill_uid(uid):
                 os.kill(p, signal.SIGKILL)
             except OSError:
                 pass
-        time.sleep(0.001)
+        while True:
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
 
 
 def run_as_uid(args, uid):
     """No namespaces here: the command as a user of its own, with limits, seccomp, Landlock."""
-    if uid_processes(uid):
-        kill_uid(uid)   # what an earlier command of this user left (it was killed too)
+    # PR_SET_CHILD_SUBREAPER: a process the command leaves (setsid, a double fork) becomes a
+    # child of this one, not of init, so the command's processes are always this process's
+    # descendants: what a checker stops between calls and what is killed at the end
+    _check(_libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), "PR_SET_CHILD_SUBREAPER")
     tmp = tempfile.mkdtemp(prefix=f"tut-sandbox-{uid}-")
     os.chown(tmp, uid, uid)
     for p in args.rw:
@@ -361,7 +388,7 @@ def run_as_uid(args, uid):
         try:
             os.close(status_r)
             _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            os.umask(0o077)
+            os.umask(0o022)
             os.setgroups([])
             os.setresgid(uid, uid, uid)
             os.setresuid(uid, uid, uid)
@@ -382,14 +409,14 @@ def run_as_uid(args, uid):
             os._exit(SETUP_FAILED)
     os.close(status_w)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, lambda s, f: (kill_uid(uid), os._exit(128 + s)))
+        signal.signal(sig, lambda s, f: (kill_descendants(), os._exit(128 + s)))
     while True:
         try:
             _, status = os.waitpid(child, 0)
             break
         except InterruptedError:
             continue
-    kill_uid(uid)   # whatever it left running: a setsid() child, a double fork
+    kill_descendants()   # whatever it left running: a setsid() child, a double fork
     shutil.rmtree(tmp, ignore_errors=True)
     if os.environ.get("TUT_SANDBOX_REPORT"):
         mode = os.read(status_r, 1)
