@@ -1,15 +1,23 @@
 # SPDX-License-Identifier: MIT
-"""unit/isolation: TUT_ISOLATE=1, a chapter's library in a worker process (issue 26).
+"""unit/isolation: TUT_ISOLATE=1, a chapter's library in a worker process (issues 26, 31).
 
 - the chapters' solutions still pass and their stubs still fail through the proxy, drivers
-  unchanged;
-- NumPy's memory is the shared region; an address of the checker's own memory is refused;
-  ctypes out-parameters come back;
+  unchanged but for their out= declarations;
+- the checker's NumPy memory is its own: a call's host arguments are copied to the worker and
+  only declared outputs come back (a write to an input fails the call); an address of the
+  checker's own memory elsewhere is refused; ctypes out-parameters come back;
 - a library that crashes, exits or hangs fails its call (WorkerDied), never hangs the checker;
-  one that leaves a thread writing shared memory is frozen between calls;
+  one that leaves a thread, a child in a new session or a chain of short-lived processes
+  writing memory the checker views is frozen between calls;
 - attacks built into chapter 01's library (tests/isolation/*.cu): each is first shown to
-  change the verdict in one process (so the test has teeth), then shown not to with isolation.
-  The same attacks through the grader and its sandbox: tests/test_classroom.py.
+  change the verdict in one process, or to have run (so the test has teeth), then shown not to
+  change it with isolation: zeroing the checker's memory, a cheat that looks for signs of a
+  class run in its environment, a constructor that reads the hidden tests, patches Python or
+  writes PASS rows;
+- without namespaces (root without CAP_SYS_ADMIN, as Gradescope and PrairieLearn run graders):
+  the sandbox runs the worker as a user of its own with seccomp and Landlock, bounds its
+  processes, leaves none behind, and the PASS-writing constructor scores nothing.
+The same attacks through the grader and its sandbox: tests/test_classroom.py.
 Run by CTest on the cpu backend, after `make`.
 """
 import json

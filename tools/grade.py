@@ -682,7 +682,8 @@ class Grader:
             # checker stops all its processes between calls; the seed stays off the command line
             uid = sandbox.UID_BASE + zlib.crc32(str(ws).encode()) % sandbox.UID_SPAN
             env.update(TUT_ISOLATE="1", TUT_SHM_GIB=f"{self.memory / (1 << 30):.3f}",
-                       TUT_SEED=str(self.seed),
+                       TUT_SEED=str(self.seed), TUT_WORKER_CPU=str(self.timeout),
+                       TUT_WORKER_MEMORY=str(self.memory),
                        # the worker needs the standard library alone: the system's Python,
                        # which the sandbox's user can run wherever the grader's venv lies
                        TUT_WORKER_PYTHON=shutil.which("python3", path="/usr/bin:/bin")
@@ -705,7 +706,10 @@ class Grader:
         # the harness sends each test's output to a file: past this size its process dies of
         # SIGXFSZ (a printf flood), reported below as output over the limit
         env = dict(env, TUT_OUTPUT_MAX=str(self.max_output))
-        rc, why = run_limited(cmd, ws, env, self.timeout, self.max_output, log,
+        # isolated: the time limit is CPU time of the submission's own processes (the checker
+        # sums them), so a neighbour's load cannot eat it; the wall clock is a backstop
+        wall = 2 * self.timeout + 10 if self.mode == "isolated" else self.timeout
+        rc, why = run_limited(cmd, ws, env, wall, self.max_output, log,
                               fsize=self.mode != "isolated")
         entry["seconds"] = round(time.monotonic() - started, 3)
         result = None
