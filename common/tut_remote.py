@@ -324,6 +324,32 @@ _maps = _Maps()
 
 
 # ---- the worker ------------------------------------------------------------------------------------
+def _children(pid):
+    out = []
+    try:
+        for t in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{t}/children") as f:
+                    out += [int(c) for c in f.read().split()]
+            except (OSError, ValueError):
+                pass
+    except OSError:
+        pass
+    return out
+
+
+def _reap():
+    """Orphans of workers that came here (this process is a child subreaper) and were
+    killed: reaped, so they do not stay zombies. Children started with subprocess are left
+    to it."""
+    for c in _children(os.getpid()):
+        if c not in _Worker.started:
+            try:
+                os.waitpid(c, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
 # What of the checker's environment the worker gets: the emulator's settings a test chose
 # (CUEMU_*) and the device a GPU run uses, nothing else. Not the harness's TUT_* (hidden tests,
 # results, the seed), not make's (MAKEFLAGS, a class run's SUBMISSIONS=...), not a token, not
@@ -343,9 +369,14 @@ def worker_environment(environ):
 
 
 class _Worker:
+    started = set()   # the pids of the workers this process started (its own children)
+
     def __init__(self, path):
         self.path = path
         region = install()
+        # PR_SET_CHILD_SUBREAPER: a worker's process whose parent exits (a double fork, a
+        # worker gone) comes here rather than to init, into a tree this process walks
+        _libc.prctl(36, 1, 0, 0, 0)
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         # Its stdout and stderr: files the checker copies to its own fds 1 and 2 after each
@@ -363,6 +394,7 @@ class _Worker:
                                      stdin=subprocess.DEVNULL, stdout=self.out[0][0],
                                      stderr=self.out[1][0],
                                      start_new_session=True, close_fds=True)
+        _Worker.started.add(self.proc.pid)
         os.close(req_r)
         os.close(rep_w)
         self.req, self.rep = req_w, rep_r
@@ -499,10 +531,18 @@ class _Worker:
 
     # -- freezing between calls --
     def _tree(self):
-        """The worker's process and every descendant (a sandbox's, a fork's), by /proc."""
-        pids, todo = [], [self.proc.pid]
+        """The worker's process and every descendant (a sandbox's, a fork's), by /proc, and
+        the trees of this process's children it did not start: orphans of a worker's
+        processes, which come here (a child subreaper) when the worker is gone."""
+        pids, todo, seen = [], [self.proc.pid], set()
+        for c in _children(os.getpid()):
+            if c not in _Worker.started:
+                todo.append(c)
         while todo:
             p = todo.pop()
+            if p in seen:   # read at different moments, a reused pid could make a loop
+                continue
+            seen.add(p)
             pids.append(p)
             try:
                 tids = os.listdir(f"/proc/{p}/task")
@@ -539,7 +579,7 @@ class _Worker:
             return
         self.frozen = True
         self.others = set()
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 20   # a loaded machine may take long to schedule them
         while True:
             running = [p for p in self._processes() if p not in self.others
                        or not self._stopped(p)]
@@ -556,7 +596,9 @@ class _Worker:
                     return
             while not all(self._stopped(p) for p in running):
                 if time.monotonic() > deadline:
-                    self._fail("a pause between calls", "its processes would not stop")
+                    late = [p for p in running if not self._stopped(p)]
+                    self._fail("a pause between calls", f"its processes would not stop "
+                                                        f"(pids {late[:5]})")
                 time.sleep(0.0002)
 
     def _thaw(self):
@@ -621,24 +663,36 @@ class _Worker:
         return "\n".join(text.splitlines()[-15:])
 
     def _kill(self, others=()):
-        self._cont()
-        for p in list(others) + self._processes()[1:]:   # descendants first, setsid() too
+        """Every process of the worker killed: stopped first, tree walk after tree walk until
+        one finds nothing new (a process with a SIGSTOP pending cannot finish a fork), then
+        killed, so a process forking its successor as fast as it can leaves none behind."""
+        stopped, deadline = set(), time.monotonic() + 10
+        while time.monotonic() < deadline:
+            new = [p for p in list(others) + self._processes() if p not in stopped]
+            if not new:
+                break
+            for p in new:
+                try:
+                    os.kill(p, signal.SIGSTOP)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                stopped.add(p)
+        for p in stopped:
             try:
                 os.kill(p, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        self.frozen = False
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        _reap()
 
     def close(self):
         if self.proc.poll() is None:
             self._kill()
+        _Worker.started.discard(self.proc.pid)
         for fd in (self.req, self.rep):
             try:
                 if fd >= 0:

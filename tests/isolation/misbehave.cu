@@ -63,7 +63,8 @@ extern "C" int misbehave_scribble_elsewhere(void *buf, size_t n)
 
 // The same from processes that do not stay: a child in a session of its own forks its
 // successor and exits, over and over, each writing buf first. A freeze that walks the worker's
-// tree once, or ends at the first process gone, misses the one alive by then.
+// tree once, or ends at the first process gone, misses the one alive by then. (One every
+// 20 ms: a chain much faster than the checker's walk of the tree could stay a step ahead.)
 extern "C" int misbehave_scribble_escaping(void *buf, size_t n)
 {
     pid_t pid = fork();
@@ -74,7 +75,7 @@ extern "C" int misbehave_scribble_escaping(void *buf, size_t n)
         setsid();
         for (unsigned char v = 1;; v++) {
             for (size_t i = 0; i < target_n; i++) target[i] = v;
-            usleep(2000);
+            usleep(20000);
             pid_t next = fork();
             if (next > 0) _exit(0);     // the successor goes on; this one is gone
             if (next < 0) usleep(1000);
