@@ -460,7 +460,8 @@ class WithoutNamespaces(unittest.TestCase):
         worker = SANDBOX + ["--uid", str(self.UID), "--ro", str(REPO / "common"),
                             "--ro", str(build), "--mem", str(3 << 30), "--"]
         r = subprocess.run(NO_SYS_ADMIN + [PY, str(chapter_dir("01") / "driver.py"), "--check",
-                           "--only", "01.1,01.3", "--json", str(out)], cwd=REPO, capture_output=True, text=True,
+                           "--only", "01.1,01.3", "--json", str(out)], cwd=REPO,
+                           capture_output=True, text=True,
                            timeout=600, env=env(TUT_TREE="solutions", TUT_BUILD=build,
                                                 TUT_ISOLATE=1,
                                                 TUT_WORKER_PYTHON=SYSTEM_PY, TUT_SHM_GIB=1,

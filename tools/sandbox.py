@@ -24,9 +24,10 @@ its own (--uid) with the same limits, no_new_privs, a seccomp filter (below) and
 kernel has it, a Landlock ruleset that lets it read only the system directories and --ro
 paths and write only --rw paths and its private /tmp folder ("uid" mode; --probe says which
 mode). This process is their child subreaper: every process the command makes stays its
-descendant (what a checker stops between calls), and all are killed when the command ends. What the uid alone keeps
-out: other users' processes (signals, ptrace, /proc/PID/mem and environ), files not readable by
-others; the caller must keep its own files so (tools/grade.py makes its results 0700).
+descendant (what a checker stops between calls), and all are killed when the command ends.
+What the uid alone keeps out: other users' processes (signals, ptrace, /proc/PID/mem and
+environ), files not readable by others; the caller must keep its own files so (tools/grade.py
+makes its results 0700).
 
 Both modes: a seccomp filter refuses (EPERM) what no exercise needs and an escape uses: ptrace,
 process_vm_readv/writev, keyctl and the key syscalls, bpf, perf_event_open, userfaultfd,
@@ -186,7 +187,7 @@ def _build_root(root, ro, rw, devices, tmp_size):
     _mount(None, "/", None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
-# ---- seccomp: a small BPF program, built here -----------------------------------------------------
+# ---- seccomp: a small BPF program, built here ------------------------------------------------
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 DENY = {  # name: (x86_64, aarch64)
     "ptrace": (101, 117), "process_vm_readv": (310, 270), "process_vm_writev": (311, 271),
@@ -250,7 +251,7 @@ def _seccomp():
     return True
 
 
-# ---- Landlock: the files a uid-mode command may touch ---------------------------------------------
+# ---- Landlock: the files a uid-mode command may touch ----------------------------------------
 SYS_LANDLOCK = {"x86_64": (444, 445, 446), "aarch64": (444, 445, 446)}
 LL_READ = (1 << 0) | (1 << 2) | (1 << 3)            # EXECUTE, READ_FILE, READ_DIR
 LL_ALL_V1 = (1 << 13) - 1
