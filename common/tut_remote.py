@@ -1,34 +1,47 @@
 # SPDX-License-Identifier: MIT
-"""tut_remote: a chapter's library in a worker process, driven from the checker (issue 26).
+"""tut_remote: a chapter's library in a worker process, driven from the checker (issues 26, 31).
 
 With TUT_ISOLATE=1, tut.load_chapter() gives the driver a tut.Library whose `cdll` is a
 RemoteCDLL: every C function the driver binds and calls runs in a worker process
 (common/tut_worker.py), so the student's code never shares a process with the tests, the seed,
 the hidden tests or the results. The drivers run unchanged:
 
-- host memory: install() (at tut's import) maps one memfd region at the same address here and
-  in the worker, and makes it NumPy's data allocator (common/tut_shm.c through
-  PyDataMem_SetHandler), so the address of every NumPy array means the same bytes in the worker.
-  The emulator's allocations in the worker (pinned, managed, device) come from the other half
-  (emu/runtime/shared_heap.c), so a PinnedArray or ManagedArray viewed by NumPy here is the
-  memory the kernels write there;
+- host memory (issue 31: nothing the checker decides from is memory the student's code can
+  write): the checker's NumPy arrays are its own, private memory (common/tut_shm.c, NumPy's
+  data allocator through PyDataMem_SetHandler, at addresses the worker keeps free); the worker
+  has a memfd mapped at those addresses. A call's pointer arguments into the checker's memory
+  (the whole NumPy array each lies in, and arrays a passed structure points to) are copied to
+  the worker's copy before the call; after it, once every process of the worker is stopped,
+  only the arguments Library.bind(out=...) declares come back (and those of earlier calls whose
+  writes may still come: an async copy's destination, until freed or passed as an input); a
+  write to any other fails the call, the checker's copy untouched. The emulator's allocations
+  in the worker (pinned, managed, device) are the memfd's other half, at the same address in
+  both, so a PinnedArray or ManagedArray viewed here is the memory the kernels write there:
+  the checker reads it only while the worker is stopped, and computes no reference from it;
 - ctypes objects passed by reference (ctypes.byref(c_int()), a c_void_p out-parameter,
-  (c_longlong * n)(), a Structure, create_string_buffer) are copied through the region, in and
-  back out; pointer ints already in the region pass unchanged; another address of this
-  process's own memory is refused (ValueError naming the function and the argument);
+  (c_longlong * n)(), a Structure, create_string_buffer) are copied in the same way, and back
+  out when declared outputs (Library.bind's default: the POINTER(T) arguments); an address of
+  this process's own memory elsewhere is refused (ValueError naming the function and the
+  argument);
 - the channel: two inherited pipes, JSON messages (tut_worker.py's docstring); nothing the
   worker sends is executed or unpickled, only parsed and checked;
 - a worker that dies (a signal, abort(), exit()) or stops answering (TUT_WORKER_TIMEOUT, 300 s
   per call) fails the call with WorkerDied, a CudaError, naming the signal and the end of the
   worker's stderr; the next call starts a fresh worker;
-- between calls every process of the worker (its process group and every descendant, one in
-  a session of its own too) is stopped (SIGSTOP), so nothing of the student's runs while the
-  checker computes and compares (TUT_WORKER_FREEZE=0: not; it costs about 100 us a call);
+- between calls every process of the worker (every descendant, one in a session of its own
+  too: the sandbox or the worker is their child subreaper) is stopped (SIGSTOP), and a last
+  look at the tree finds none running, so nothing of the student's runs while the checker
+  copies outputs, computes and compares (TUT_WORKER_FREEZE=0: not);
+- TUT_WORKER_CPU (seconds) and TUT_WORKER_MEMORY (bytes): limits on the worker's processes
+  as a whole (CPU time summed over them, private memory plus the shared region), checked
+  every 0.1 s during a call;
 - the worker's stdout and stderr are copied to the checker's fds 1 and 2 after each call.
 
 The worker is started as shlex.split(TUT_WORKER_PREFIX) + [python, tut_worker.py, ...]: the
-grader puts its sandbox command there. CPU backend only: CUDA's pinned and managed memory cannot
-be mapped into a second process, so on BACKEND=gpu load refuses with a clear message.
+grader puts its sandbox command there (python: TUT_WORKER_PYTHON, else this interpreter). The
+worker's environment is built from an allow-list (worker_environment). CPU backend only: CUDA's
+pinned and managed memory cannot be mapped into a second process, so on BACKEND=gpu load
+refuses with a clear message.
 """
 import atexit
 import bisect
@@ -81,7 +94,12 @@ def _worker_died_class():
 
 
 class _Region:
-    """The shared memory: [base, base + size), the checker's half first, the worker's after."""
+    """[base, end): the addresses the two processes agree on. The checker's half
+    [base, base + half) is this process's own private memory, NumPy's heap (tut_shm.c); the
+    worker has the memfd's first half there, which this process sees at `alias` and fills with
+    a call's arguments (stage) and reads its declared outputs from (take). The worker's half
+    [base + half, end) (the emulator's pinned, managed and device memory) is the memfd's second
+    half, at the same address in both, which a PinnedArray or ManagedArray views."""
 
     def __init__(self):
         gib = float(os.environ.get("TUT_SHM_GIB", "16"))
@@ -109,12 +127,21 @@ class _Region:
         errors = []
         for base in (0x2a0000000000, 0x1a0000000000, 0x0a0000000000, 0x3a0000000000):
             try:
-                self.base = tut_worker.map_region(_libc, self.fd, base, self.size)
-                break
+                _mmap(base, self.half, _MAP_PRIVATE | _MAP_ANONYMOUS | _MAP_NORESERVE, -1, 0)
             except OSError as e:
                 errors.append(str(e))
+                continue
+            try:
+                _mmap(base + self.half, self.size - self.half, _MAP_SHARED, self.fd, self.half)
+            except OSError as e:
+                _libc.munmap(ctypes.c_void_p(base), ctypes.c_size_t(self.half))
+                errors.append(str(e))
+                continue
+            self.base = base
+            break
         if self.base is None:
             raise OSError(f"TUT_ISOLATE=1: cannot map the shared host memory: {errors}")
+        self.alias = _mmap(None, self.half, _MAP_SHARED, self.fd, 0)
         self.end = self.base + self.size
         so = _shm_library()
         if so.tut_shm_init(ctypes.c_void_p(self.base), ctypes.c_size_t(self.half), self.fd,
@@ -125,11 +152,62 @@ class _Region:
     def __contains__(self, address):
         return self.base <= address < self.end
 
+    def mine(self, address):
+        """In the checker's private half (what a call must copy)?"""
+        return self.base <= address < self.base + self.half
+
+    def block(self, address):
+        """(start, size) of the live block holding a private address, else None."""
+        start, size = ctypes.c_void_p(), ctypes.c_size_t()
+        if not self.so.tut_shm_block(ctypes.c_void_p(address), ctypes.byref(start),
+                                     ctypes.byref(size)):
+            return None
+        return start.value, size.value
+
+    def stage(self, start, size):
+        """The checker's bytes to the worker's copy."""
+        ctypes.memmove(self.alias + (start - self.base), start, size)
+
+    def take(self, start, size):
+        """The worker's copy to the checker's bytes (only when the worker is stopped)."""
+        ctypes.memmove(start, self.alias + (start - self.base), size)
+
+    def same(self, start, size):
+        return ctypes.string_at(start, size) == ctypes.string_at(self.alias + (start - self.base),
+                                                                 size)
+
     def malloc(self, n):
         p = self.so.tut_shm_malloc(max(n, 1))
         if not p:
             raise MemoryError(f"the shared host memory is full ({n} bytes asked)")
         return p
+
+    def watched(self):
+        n = self.so.tut_shm_watched(None, 0)
+        out = (ctypes.c_void_p * max(n, 1))()
+        n = min(n, self.so.tut_shm_watched(out, n))
+        return [out[i] for i in range(n)]
+
+
+_MAP_SHARED, _MAP_PRIVATE, _MAP_ANONYMOUS = 0x01, 0x02, 0x20
+_MAP_NORESERVE, _MAP_FIXED_NOREPLACE = 0x4000, 0x100000
+
+
+def _mmap(address, size, flags, fd, offset):
+    """mmap at exactly `address` (MAP_FIXED_NOREPLACE), or anywhere for None."""
+    _libc.mmap.restype = ctypes.c_void_p
+    _libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                           ctypes.c_int, ctypes.c_long]
+    if address is not None:
+        flags |= _MAP_FIXED_NOREPLACE
+    got = _libc.mmap(address, size, 3, flags, fd, offset)
+    if got in (None, ctypes.c_void_p(-1).value):
+        err = ctypes.get_errno()
+        raise OSError(err, f"mmap at {address or 0:#x}: {os.strerror(err)}")
+    if address is not None and got != address:   # before Linux 4.17: only a hint
+        _libc.munmap(ctypes.c_void_p(got), ctypes.c_size_t(size))
+        raise OSError(0, f"the kernel placed the mapping at {got:#x}, not at {address:#x}")
+    return got
 
 
 def _shm_library():
@@ -149,6 +227,11 @@ def _shm_library():
     so.tut_shm_free.restype, so.tut_shm_free.argtypes = None, [ctypes.c_void_p]
     so.tut_shm_stats.restype = None
     so.tut_shm_stats.argtypes = [ctypes.POINTER(ctypes.c_size_t)] * 2
+    so.tut_shm_block.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
+                                 ctypes.POINTER(ctypes.c_size_t)]
+    so.tut_shm_watch.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    so.tut_shm_watched.restype = ctypes.c_size_t
+    so.tut_shm_watched.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
     return so
 
 
@@ -241,26 +324,77 @@ _maps = _Maps()
 
 
 # ---- the worker ------------------------------------------------------------------------------------
+def _children(pid):
+    out = []
+    try:
+        for t in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{t}/children") as f:
+                    out += [int(c) for c in f.read().split()]
+            except (OSError, ValueError):
+                pass
+    except OSError:
+        pass
+    return out
+
+
+def _reap():
+    """Orphans of workers that came here (this process is a child subreaper) and were
+    killed: reaped, so they do not stay zombies. Children started with subprocess are left
+    to it."""
+    for c in _children(os.getpid()):
+        if c not in _Worker.started:
+            try:
+                os.waitpid(c, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+# What of the checker's environment the worker gets: the emulator's settings a test chose
+# (CUEMU_*) and the device a GPU run uses, nothing else. Not the harness's TUT_* (hidden tests,
+# results, the seed), not make's (MAKEFLAGS, a class run's SUBMISSIONS=...), not a token, not
+# the host's name or paths: what a library could read to tell "graded" from "make check" is
+# the same in both.
+WORKER_ENV_PREFIXES = ("CUEMU_",)
+WORKER_ENV_NAMES = ("CUDA_VISIBLE_DEVICES",)
+WORKER_ENV_FIXED = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "TMPDIR": "/tmp", "LC_ALL": "C"}
+
+
+def worker_environment(environ):
+    env = {k: v for k, v in environ.items()
+           if (k.startswith(WORKER_ENV_PREFIXES) or k in WORKER_ENV_NAMES)
+           and k != "CUEMU_SHARED_HEAP"}
+    env.update(WORKER_ENV_FIXED)
+    return env
+
+
 class _Worker:
+    started = set()   # the pids of the workers this process started (its own children)
+
     def __init__(self, path):
         self.path = path
         region = install()
+        # PR_SET_CHILD_SUBREAPER: a worker's process whose parent exits (a double fork, a
+        # worker gone) comes here rather than to init, into a tree this process walks
+        _libc.prctl(36, 1, 0, 0, 0)
         req_r, req_w = os.pipe()
         rep_r, rep_w = os.pipe()
         # Its stdout and stderr: files the checker copies to its own fds 1 and 2 after each
         # call, wherever those point then (a test's output file), in the order it printed.
         self.out = [self._spool("stdout"), self._spool("stderr")]
         self.last, self.failing = b"", False
+        # the worker needs the standard library alone: any Python 3 its user may run
+        python = os.environ.get("TUT_WORKER_PYTHON") or sys.executable
         cmd = shlex.split(os.environ.get("TUT_WORKER_PREFIX", "")) + [
-            sys.executable, "-I", "-S", str(HERE / "tut_worker.py"), str(req_r), str(rep_w),
+            python, "-I", "-S", str(HERE / "tut_worker.py"), str(req_r), str(rep_w),
             f"{region.fd}:{region.base:#x}:{region.size:#x}:{region.half:#x}", str(path)]
-        # The worker sees no hidden tests, results or records: none of the harness's variables.
-        env = {k: v for k, v in os.environ.items() if not k.startswith("TUT_")}
+        env = worker_environment(os.environ)
         sys.stdout.flush()
         self.proc = subprocess.Popen(cmd, pass_fds=(req_r, rep_w, region.fd), env=env,
                                      stdin=subprocess.DEVNULL, stdout=self.out[0][0],
                                      stderr=self.out[1][0],
                                      start_new_session=True, close_fds=True)
+        _Worker.started.add(self.proc.pid)
         os.close(req_r)
         os.close(rep_w)
         self.req, self.rep = req_w, rep_r
@@ -269,6 +403,9 @@ class _Worker:
         self.poll.register(rep_r, select.POLLIN | select.POLLHUP | select.POLLERR)
         self.freeze = os.environ.get("TUT_WORKER_FREEZE", "1") != "0"
         self.frozen = False
+        # the submission's limits as a whole: every process of the worker's tree
+        self.cpu_limit = float(os.environ.get("TUT_WORKER_CPU") or 0)
+        self.mem_limit = int(os.environ.get("TUT_WORKER_MEMORY") or 0)
         atexit.register(self._thaw)
         self.timeout = float(os.environ.get("TUT_WORKER_TIMEOUT", "300"))
         self.dead = None
@@ -319,15 +456,50 @@ class _Worker:
         return reply
 
     def _read(self, deadline, what):
-        wait = deadline - time.monotonic()
-        if wait <= 0 or not self.poll.poll(wait * 1000):
-            self._kill()
-            self._fail(what, f"no answer in {self.timeout:g} s (TUT_WORKER_TIMEOUT); "
-                             f"the worker was killed")
+        while True:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                self._kill()
+                self._fail(what, f"no answer in {self.timeout:g} s (TUT_WORKER_TIMEOUT); "
+                                 f"the worker was killed")
+            watching = self.cpu_limit or self.mem_limit
+            if self.poll.poll(min(wait, 0.1) * 1000 if watching else wait * 1000):
+                break
+            if watching:
+                self._watch(what)
         b = os.read(self.rep, 1 << 16)
         if not b:
             self._fail(what, None)
         return b
+
+    def _watch(self, what):
+        """The submission as one: the CPU time of all its processes (a neighbour's load does
+        not count) and their memory (each one's private memory, and the shared
+        region's pages), against TUT_WORKER_CPU seconds and TUT_WORKER_MEMORY bytes."""
+        ticks, private = 0, 0
+        for p in self._processes():
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                ticks += sum(int(v) for v in fields[11:15])   # utime stime cutime cstime
+                with open(f"/proc/{p}/status") as f:
+                    for line in f:
+                        if line.startswith("RssAnon:"):
+                            private += int(line.split()[1]) * 1024
+                            break
+            except (OSError, ValueError, IndexError):
+                pass
+        cpu = ticks / os.sysconf("SC_CLK_TCK")
+        if self.cpu_limit and cpu > self.cpu_limit:
+            self._kill()
+            self._fail(what, f"its processes used more than {self.cpu_limit:g} s of CPU time "
+                             f"(TUT_WORKER_CPU)")
+        if self.mem_limit:
+            used = private + os.fstat(_region.fd).st_blocks * 512
+            if used > self.mem_limit:
+                self._kill()
+                self._fail(what, f"its processes used {used >> 20} MiB of memory, more than "
+                                 f"{self.mem_limit >> 20} MiB (TUT_WORKER_MEMORY)")
 
     def _fail(self, what, why):
         """The worker is gone (or is now killed): raise WorkerDied, and keep raising it."""
@@ -359,10 +531,18 @@ class _Worker:
 
     # -- freezing between calls --
     def _tree(self):
-        """The worker's process and every descendant (a sandbox's, a fork's), by /proc."""
-        pids, todo = [], [self.proc.pid]
+        """The worker's process and every descendant (a sandbox's, a fork's), by /proc, and
+        the trees of this process's children it did not start: orphans of a worker's
+        processes, which come here (a child subreaper) when the worker is gone."""
+        pids, todo, seen = [], [self.proc.pid], set()
+        for c in _children(os.getpid()):
+            if c not in _Worker.started:
+                todo.append(c)
         while todo:
             p = todo.pop()
+            if p in seen:   # read at different moments, a reused pid could make a loop
+                continue
+            seen.add(p)
             pids.append(p)
             try:
                 tids = os.listdir(f"/proc/{p}/task")
@@ -384,29 +564,42 @@ class _Worker:
         except (OSError, IndexError):
             return True   # gone
 
+    def _processes(self):
+        """Every process of the submission: the worker's process tree. Nothing leaves it: a
+        process whose parent exits goes to the nearest child subreaper above it, the sandbox
+        (tools/sandbox.py as another user: a root process the library cannot change) or its
+        PID namespace's first process, else the worker itself (which a library could undo)."""
+        return self._tree()
+
     def _stop(self):
-        """SIGSTOP the worker's process group and every descendant (one in a new session
-        too), and return once all of them have stopped."""
-        if self.freeze and not self.frozen and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGSTOP)
-                _, status = os.waitpid(self.proc.pid, os.WUNTRACED)   # once it has stopped
-                if not os.WIFSTOPPED(status):   # it died meanwhile, and that wait reaped it
-                    self.proc.returncode = os.waitstatus_to_exitcode(status)
-                    return
-                self.frozen = True
-                self.others = self._tree()[1:]
-                for p in self.others:
+        """SIGSTOP every process of the submission, and return once all of them have stopped
+        and a fresh look finds none that is not: stopped processes cannot fork, so that look
+        ends it. A process that is gone meanwhile is skipped, never the end of the loop."""
+        if not self.freeze or self.frozen or self.proc.poll() is not None:
+            return
+        self.frozen = True
+        self.others = set()
+        deadline = time.monotonic() + 20   # a loaded machine may take long to schedule them
+        while True:
+            running = [p for p in self._processes() if p not in self.others
+                       or not self._stopped(p)]
+            if not running:
+                break
+            for p in running:
+                try:
                     os.kill(p, signal.SIGSTOP)
-                deadline = time.monotonic() + 5
-                while not all(self._stopped(p) for p in self.others):
-                    if time.monotonic() > deadline:
-                        self._fail("a pause between calls", "its processes would not stop")
-                    time.sleep(0.0002)
-            except (ProcessLookupError, ChildProcessError):
-                pass
-            except PermissionError:   # a sandbox under another user: no freezing there
-                self.freeze = False
+                    self.others.add(p)
+                except ProcessLookupError:
+                    pass
+                except PermissionError:   # not ours to stop: the caller said no freezing
+                    self.freeze = False
+                    return
+            while not all(self._stopped(p) for p in running):
+                if time.monotonic() > deadline:
+                    late = [p for p in running if not self._stopped(p)]
+                    self._fail("a pause between calls", f"its processes would not stop "
+                                                        f"(pids {late[:5]})")
+                time.sleep(0.0002)
 
     def _thaw(self):
         """At exit (after the finalisers atexit runs, registered later): thawed, told to end
@@ -416,7 +609,7 @@ class _Worker:
                   f"in them (calls, waiting and freezing)", file=sys.stderr)
         self.freeze = False
         self._cont()
-        others = self._tree()[1:]   # now: once the worker is gone, its orphans are not its
+        others = self._processes()   # now: once the worker is gone, its orphans are not its
         try:
             req, self.req = self.req, -1
             os.close(req)
@@ -433,10 +626,6 @@ class _Worker:
                     os.kill(p, signal.SIGCONT)
                 except (ProcessLookupError, PermissionError):
                     pass
-            try:
-                os.killpg(self.proc.pid, signal.SIGCONT)
-            except (ProcessLookupError, PermissionError):
-                pass
 
     # -- its stderr: shown as it comes, its end quoted when it dies --
     @staticmethod
@@ -474,24 +663,36 @@ class _Worker:
         return "\n".join(text.splitlines()[-15:])
 
     def _kill(self, others=()):
-        self._cont()
-        for p in list(others) + self._tree()[1:]:   # descendants first, in a new session too
+        """Every process of the worker killed: stopped first, tree walk after tree walk until
+        one finds nothing new (a process with a SIGSTOP pending cannot finish a fork), then
+        killed, so a process forking its successor as fast as it can leaves none behind."""
+        stopped, deadline = set(), time.monotonic() + 10
+        while time.monotonic() < deadline:
+            new = [p for p in list(others) + self._processes() if p not in stopped]
+            if not new:
+                break
+            for p in new:
+                try:
+                    os.kill(p, signal.SIGSTOP)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                stopped.add(p)
+        for p in stopped:
             try:
                 os.kill(p, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        self.frozen = False
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        _reap()
 
     def close(self):
         if self.proc.poll() is None:
             self._kill()
+        _Worker.started.discard(self.proc.pid)
         for fd in (self.req, self.rep):
             try:
                 if fd >= 0:
@@ -584,6 +785,7 @@ class RemoteFunction:
     def __init__(self, cdll, name):
         self._cdll, self.__name__ = cdll, name
         self.argtypes, self.restype, self.errcheck = None, ctypes.c_int, None
+        self.out = None    # argument positions whose memory comes back (Library.bind's out)
         self._bound = {}   # (generation, arg codes, result code) -> id in the worker
 
     def __repr__(self):
@@ -604,6 +806,16 @@ class RemoteFunction:
             self._bound[(cdll._generation, codes, res)] = fid
         return fid
 
+    def _outputs(self, codes):
+        """The argument positions whose memory comes back: Library.bind's `out`, else those
+        declared POINTER(T) (a C out-parameter; a c_void_p or an ndpointer is read only)."""
+        if self.out is not None:
+            return frozenset(self.out)
+        if self.argtypes is None:
+            return frozenset(i for i, c in enumerate(codes) if c == "P")
+        return frozenset(i for i, t in enumerate(self.argtypes)
+                         if isinstance(t, type) and issubclass(t, ctypes._Pointer))
+
     def __call__(self, *args):
         name = self.__name__
         res = "v" if self.restype is None else _code(self.restype, name, None)
@@ -614,19 +826,36 @@ class RemoteFunction:
             codes = tuple(_code(t, name, i) for i, t in enumerate(self.argtypes))
         else:
             codes = tuple(_infer(a, name, i) for i, a in enumerate(args))
+        outs = self._outputs(codes)
         values, check, copies, scratch = [], [], [], []
+        staged = {}   # block start -> (size, argument index, an output?)
         try:
             for i, (code, a) in enumerate(zip(codes, args)):
                 if code == "P" or code == "z":
+                    before = len(scratch)
                     v = _pointer(a, name, i, copies, scratch)
-                    if v and v not in _region and _maps.mine(v):
+                    if v and _region.mine(v) and len(scratch) == before:
+                        blk = _region.block(v)
+                        if blk is None:
+                            raise ValueError(f"{name}: argument {i + 1} is {v:#x}, host memory "
+                                             f"that was freed (TUT_ISOLATE=1)")
+                        old = staged.get(blk[0])
+                        staged[blk[0]] = (blk[1], i, i in outs or bool(old and old[2]))
+                    elif v and v not in _region and _maps.mine(v):
                         check.append(i)
                     values.append(v)
                 else:
                     values.append(_number(code, a, name, i))
             fid = self._bind(tuple("P" if c == "z" else c for c in codes), res)
-            for obj, address, n in copies:
-                ctypes.memmove(address, ctypes.addressof(obj), n)
+            # Copy in: everything the call may read, at the address the driver passed. The
+            # worker writes only its own copy; only declared outputs come back (below).
+            for obj, address, n, _ in copies:
+                ctypes.memmove(_region.alias + (address - _region.base), ctypes.addressof(obj), n)
+                for start, size in _pointed_blocks(obj, n):   # a pointer inside a structure
+                    staged.setdefault(start, (size, None, False))
+            for start, (size, _, out) in staged.items():
+                _region.stage(start, size)
+                _region.so.tut_shm_watch(ctypes.c_void_p(start), 1 if out else 0)
             msg = {"op": "call", "id": fid, "a": values}
             if check:
                 msg["chk"] = check
@@ -641,8 +870,20 @@ class RemoteFunction:
                 raise ctypes.ArgumentError(str(reply["x"]))
             if "r" not in reply:
                 raise self._cdll._worker._died(f"{name}: the worker sent {reply!r}")
-            for obj, address, n in copies:
-                ctypes.memmove(ctypes.addressof(obj), address, n)
+            # Copy out, now that every process of the worker is stopped: the declared outputs
+            # of this call and of earlier ones whose writes may still come (an async copy's
+            # destination, until the array is freed or passed as an input).
+            _take_outputs()
+            for obj, address, n, i in copies:
+                if i in outs:
+                    ctypes.memmove(ctypes.addressof(obj),
+                                   _region.alias + (address - _region.base), n)
+            for start, (size, i, out) in staged.items():
+                if not out and i is not None and not _region.same(start, size):
+                    raise ValueError(
+                        f"{name}() wrote the memory of its argument {i + 1}, which the driver "
+                        f"passes as an input (Library.bind(..., out=...) does not name it): "
+                        f"the write is not taken (TUT_ISOLATE=1)")
         finally:
             for p in scratch:
                 _region.so.tut_shm_free(p)
@@ -650,6 +891,28 @@ class RemoteFunction:
         if self.errcheck is not None:
             return self.errcheck(result, self, args)
         return result
+
+
+def _take_outputs():
+    for start in _region.watched():
+        blk = _region.block(start)
+        if blk is not None and blk[0] == start:
+            _region.take(*blk)
+
+
+def _pointed_blocks(obj, n):
+    """Blocks of the checker's heap that the words of a ctypes object point into (an array of
+    host pointers, a structure holding one): the call may read them."""
+    if n > 1 << 16 or n < 8:
+        return []
+    words = (ctypes.c_uint64 * (n // 8)).from_address(ctypes.addressof(obj))
+    out = []
+    for w in words:
+        if _region.mine(w):
+            blk = _region.block(w)
+            if blk is not None:
+                out.append(blk)
+    return out
 
 
 def _infer(a, name, i):
@@ -697,10 +960,7 @@ def _pointer(a, name, i, copies, scratch):
     if isinstance(a, ctypes.c_char_p):
         a = a.value
     if isinstance(a, bytes):
-        p = _region.malloc(len(a) + 1)
-        scratch.append(p)
-        ctypes.memmove(p, a + b"\0", len(a) + 1)
-        return p
+        a = ctypes.create_string_buffer(a)   # copied in below, never back
     obj = a
     if isinstance(a, _CArg):
         obj = a._obj
@@ -721,7 +981,7 @@ def _pointer(a, name, i, copies, scratch):
         n = ctypes.sizeof(obj)
         p = _region.malloc(n)
         scratch.append(p)
-        copies.append((obj, p, n))
+        copies.append((obj, p, n, i))
         return p
     raise ctypes.ArgumentError(f"argument {i + 1}: TypeError: wrong type "
                                f"({type(a).__name__})")

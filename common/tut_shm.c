@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: MIT
-/* tut_shm: the checking process's half of the host memory it shares with a worker (issue 26).
+/* tut_shm: the checking process's host memory, at addresses that mean the same in the worker
+   (issues 26, 31).
 
    With TUT_ISOLATE=1 a student's library runs in a worker process; the checker (the chapter's
-   driver) keeps the tests and the verdict. Both map one memfd at the same address, so a NumPy
-   array's address means the same bytes in both: this file is the allocator NumPy's data comes
-   from in the checker (common/tut_remote.py installs it with PyDataMem_SetHandler). The worker
-   allocates only in the other half (emu/runtime/shared_heap.c).
+   driver) keeps the tests and the verdict. This file is the allocator NumPy's data comes from in
+   the checker (common/tut_remote.py installs it with PyDataMem_SetHandler). Its pages are the
+   checker's own (private, anonymous): the worker never sees them. The worker maps the first half
+   of a memfd at the same addresses instead, and the checker copies a call's arguments there
+   before the call and copies back only the declared outputs after it (tut_remote.py), so an
+   address means the same array in both processes while nothing the worker writes reaches the
+   checker's memory unasked. The worker allocates in the memfd's other half
+   (emu/runtime/shared_heap.c).
 
-   Every byte of bookkeeping is in this process's private memory, none in the region: the worker
-   can write the region (that is its job), and bookkeeping there would let it steer this
-   allocator into handing out memory outside the region. No Python headers: the handler struct
-   below has the layout of NumPy's PyDataMem_Handler (version 1, NumPy 1.22 and later). */
+   tut_shm_block() finds the block an address lies in: what a call's copy must take. Watched
+   blocks (outputs of a call whose writes may still come, an async copy's destination) are
+   forgotten when freed, so memory handed out again is never overwritten by a late copy back.
+   Every byte of bookkeeping is private. No Python headers: the handler struct below has the
+   layout of NumPy's PyDataMem_Handler (version 1, NumPy 1.22 and later). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -21,7 +27,8 @@
 #include <sys/mman.h>
 
 #define PAGE        4096u
-#define NCLASS      13                  /* 16 B .. 64 KiB, powers of two */
+#define NCLASS      9                   /* 16 B .. 4 KiB, powers of two: a block never spans
+                                           pages, so its start follows from its address */
 #define SMALL_MAX   (16u << (NCLASS - 1))
 #define SLAB        (256u * 1024u)      /* what a size class carves its blocks from */
 #define LARGE       0xFF                /* page_class of a page in a large run */
@@ -54,16 +61,20 @@ static size_t nruns, cap_runs;
 static void **free_list[NCLASS];        /* freed small blocks per class */
 static size_t nfree[NCLASS], cap_free[NCLASS];
 static size_t in_use, peak;
+#define MAX_WATCH 4096
+static char *watched[MAX_WATCH];        /* blocks whose worker copy comes back after each call */
+static size_t nwatched;
 
 /* ---- page runs ---------------------------------------------------------------------------- */
 static void punch(size_t first, size_t n)
 {
-    /* Give the pages back to the kernel: freed memory stops counting as used, and reads as
-       zero when handed out again (so a large calloc needs no memset). */
+    /* Give the pages back to the kernel, the private ones and the worker's copy: freed memory
+       stops counting as used, and reads as zero when handed out again (so a large calloc needs
+       no memset). */
     if (memfd >= 0)
         fallocate(memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
                   fd_offset + (long long)(first * PAGE), (long long)(n * PAGE));
-    else
+    if (madvise(base + first * PAGE, n * PAGE, MADV_DONTNEED) != 0)
         memset(base + first * PAGE, 0, n * PAGE);
 }
 
@@ -191,10 +202,20 @@ static size_t size_locked(const void *p)
     return (size_t)16 << (c - 1);
 }
 
+static void unwatch_locked(const void *p)
+{
+    for (size_t i = 0; i < nwatched; i++)
+        if (watched[i] == p) {
+            watched[i] = watched[--nwatched];
+            return;
+        }
+}
+
 static void free_locked(void *p)
 {
     size_t size = size_locked(p);
     if (!size) return;          /* not ours (or freed twice): leave it, never corrupt the lists */
+    if (nwatched) unwatch_locked(p);
     size_t pg = (size_t)((char *)p - base) / PAGE;
     if (page_class[pg] != LARGE) {
         if (push_free(page_class[pg] - 1, p) == 0) in_use -= size;
@@ -291,6 +312,55 @@ int tut_shm_init(void *region, size_t size, int fd, long long offset)
 void *tut_shm_handler(void) { return &handler; }
 void *tut_shm_malloc(size_t size) { return h_malloc(NULL, size); }
 void tut_shm_free(void *p) { h_free(NULL, p, 0); }
+
+/* The block holding address p: 1 and its start and usable size, or 0 when p is in no block
+   handed out (never handed out, or freed). */
+int tut_shm_block(const void *p, void **start, size_t *size)
+{
+    int found = 0;
+    pthread_mutex_lock(&lock);
+    if (base && (const char *)p >= base && (const char *)p < base + top * PAGE) {
+        size_t pg = (size_t)((const char *)p - base) / PAGE;
+        unsigned c = page_class[pg];
+        if (c == LARGE) {
+            while (!run_pages[pg]) pg--;        /* a run's length is kept on its first page */
+            *start = base + pg * PAGE;
+            *size = (size_t)run_pages[pg] * PAGE;
+            found = (const char *)p < (char *)*start + *size;
+        } else if (c) {
+            size_t bs = (size_t)16 << (c - 1), off = (size_t)((const char *)p - base);
+            *start = base + off / bs * bs;
+            *size = bs;
+            found = 1;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return found;
+}
+
+/* Watch the block starting at p (0), or stop (on = 0); -1 when the list is full. */
+int tut_shm_watch(void *p, int on)
+{
+    int rc = 0;
+    pthread_mutex_lock(&lock);
+    unwatch_locked(p);
+    if (on) {
+        if (nwatched < MAX_WATCH) watched[nwatched++] = p;
+        else rc = -1;
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+/* Up to max watched blocks' starts into out; how many there are. */
+size_t tut_shm_watched(void **out, size_t max)
+{
+    pthread_mutex_lock(&lock);
+    size_t n = nwatched;
+    for (size_t i = 0; i < n && i < max; i++) out[i] = watched[i];
+    pthread_mutex_unlock(&lock);
+    return n;
+}
 
 /* Bytes handed out now and at most (rounded up to blocks and pages). */
 void tut_shm_stats(size_t *now, size_t *most)

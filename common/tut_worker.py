@@ -91,6 +91,10 @@ def main(argv):
     chan = Channel(req, rep)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(1, 9)   # PR_SET_PDEATHSIG, SIGKILL: never outlive the checker
+    # PR_SET_CHILD_SUBREAPER: a child that leaves its parent (a double fork) stays in this
+    # process's tree, which the checker stops between calls (a sandbox's own user or PID
+    # namespace makes that complete whatever the library undoes)
+    libc.prctl(36, 1)
     try:
         map_region(libc, shm_fd, base, size)
         os.environ["CUEMU_SHARED_HEAP"] = f"{base + heap_off:#x}:{size - heap_off:#x}:{shm_fd}:{heap_off:#x}"

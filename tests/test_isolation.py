@@ -1,15 +1,23 @@
 # SPDX-License-Identifier: MIT
-"""unit/isolation: TUT_ISOLATE=1, a chapter's library in a worker process (issue 26).
+"""unit/isolation: TUT_ISOLATE=1, a chapter's library in a worker process (issues 26, 31).
 
 - the chapters' solutions still pass and their stubs still fail through the proxy, drivers
-  unchanged;
-- NumPy's memory is the shared region; an address of the checker's own memory is refused;
-  ctypes out-parameters come back;
+  unchanged but for their out= declarations;
+- the checker's NumPy memory is its own: a call's host arguments are copied to the worker and
+  only declared outputs come back (a write to an input fails the call); an address of the
+  checker's own memory elsewhere is refused; ctypes out-parameters come back;
 - a library that crashes, exits or hangs fails its call (WorkerDied), never hangs the checker;
-  one that leaves a thread writing shared memory is frozen between calls;
+  one that leaves a thread, a child in a new session or a chain of short-lived processes
+  writing memory the checker views is frozen between calls;
 - attacks built into chapter 01's library (tests/isolation/*.cu): each is first shown to
-  change the verdict in one process (so the test has teeth), then shown not to with isolation.
-  The same attacks through the grader and its sandbox: tests/test_classroom.py.
+  change the verdict in one process, or to have run (so the test has teeth), then shown not to
+  change it with isolation: zeroing the checker's memory, a cheat that looks for signs of a
+  class run in its environment, a constructor that reads the hidden tests, patches Python or
+  writes PASS rows;
+- without namespaces (root without CAP_SYS_ADMIN, as Gradescope and PrairieLearn run graders):
+  the sandbox runs the worker as a user of its own with seccomp and Landlock, bounds its
+  processes, leaves none behind, and the PASS-writing constructor scores nothing.
+The same attacks through the grader and its sandbox: tests/test_classroom.py.
 Run by CTest on the cpu backend, after `make`.
 """
 import json
@@ -24,6 +32,7 @@ import unittest
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tools"))
 BUILD = Path(os.environ.get("TUT_BUILD", REPO / "build")).resolve()
 PY = sys.executable
 CH01 = "01_threads_blocks_grids"
@@ -85,20 +94,22 @@ def grade_vars():
     return v
 
 
-def build_chapter01(build, extra):
-    """Chapter 01's exercises (the stubs) plus tests/isolation/<extra>.cu, compiled as the
-    grader compiles a submission, into build/cpu/solutions/ (TUT_TREE=solutions: the harness
-    then runs every test instead of calling an untouched stub "not done")."""
+def build_chapter01(build, extra, replace=False, defines=()):
+    """Chapter 01's exercises (the stubs) plus tests/isolation/<extra>.cu (in their place with
+    replace), compiled as the grader compiles a submission, into build/cpu/solutions/
+    (TUT_TREE=solutions: the harness then runs every test instead of calling an untouched stub
+    "not done")."""
     v = grade_vars()
     work = build / "obj"
     work.mkdir(parents=True, exist_ok=True)
     objs = []
-    for src in sorted(chapter_dir("01").glob("*.cu")) + [REPO / "tests" / "isolation" / f"{extra}.cu"]:
+    sources = [] if replace else sorted(chapter_dir("01").glob("*.cu"))
+    for src in sources + [REPO / "tests" / "isolation" / f"{extra}.cu"]:
         cpp, obj = work / f"{src.stem}.cpp", work / f"{src.stem}.o"
         subprocess.run(v["rewrite"] + [str(src), str(cpp)], check=True, cwd=REPO)
         subprocess.run(v["cxx"] + v["cxxflags"] + ["-DTUT_BACKEND_CPU", "-Icommon",
-                       f"-I{src.parent}", "-c", "-o", str(obj), str(cpp)], check=True, cwd=REPO,
-                       capture_output=True)
+                       f"-I{src.parent}", *defines, "-c", "-o", str(obj), str(cpp)],
+                       check=True, cwd=REPO, capture_output=True)
         objs.append(str(obj))
     lib = build / "cpu" / "solutions" / f"lib{CH01}.so"
     lib.parent.mkdir(parents=True, exist_ok=True)
@@ -224,26 +235,56 @@ class ThroughTheProxy(unittest.TestCase):
                       "output: its output could not be written: [Errno 27] File too large", out)
 
     def test_the_worker_is_frozen_between_calls(self):
-        """A thread, or a child in a session of its own, that keeps writing a checker's array
-        after the call returned: frozen until the next call."""
+        """A thread, a child in a session of its own, or a chain of short-lived processes
+        (each forks its successor and exits) that keeps writing memory the checker views (a
+        ManagedArray: the worker's own memory, which the checker reads directly) after the
+        call returned: frozen until the next call."""
         build = self.misbehaving()
-        for fn in ("misbehave_scribble", "misbehave_scribble_elsewhere"):
+        for fn in ("misbehave_scribble", "misbehave_scribble_elsewhere",
+                   "misbehave_scribble_escaping"):
             # It returns once the writer has written; frozen, the array then stays as it is
-            # (0.3 s: 300 of its writes); not frozen, it changes (within 20 s however loaded).
+            # (0.3 s: 100 or more of its writes), after every call; not frozen, it changes.
             probe = f"""
                 import os, time
-                a = np.zeros(1 << 16, np.uint8)
-                lib.bind("{fn}", [ctypes.c_void_p, ctypes.c_size_t])(a.ctypes.data, a.size)
-                first, deadline = a.copy(), time.monotonic() + 20
-                time.sleep(0.3)
-                while os.environ.get("TUT_WORKER_FREEZE") == "0" and (a == first).all() \\
-                        and time.monotonic() < deadline:
-                    time.sleep(0.01)
-                print("changed" if (a != first).any() else "still")
+                m = tut.ManagedArray(lib, 1 << 12, np.uint8)
+                lib.bind("{fn}", [ctypes.c_void_p, ctypes.c_size_t])(m.address, 1 << 12)
+                a = m.array
+                for _ in range(3):   # a pause, a call, a pause...: the chain goes on in between
+                    first, deadline = a.copy(), time.monotonic() + 20
+                    time.sleep(0.3)
+                    while os.environ.get("TUT_WORKER_FREEZE") == "0" and (a == first).all() \\
+                            and time.monotonic() < deadline:
+                        time.sleep(0.01)
+                    print("changed" if (a != first).any() else "still")
+                    lib.device_count()
+                del a
             """
             with self.subTest(fn):
                 self.assertIn("changed", self.script(probe, TUT_BUILD=build, TUT_WORKER_FREEZE=0))
-                self.assertIn("still", self.script(probe, TUT_BUILD=build))
+                self.assertNotIn("changed", self.script(probe, TUT_BUILD=build))
+
+    def test_only_declared_outputs_come_back(self):
+        """A host array the call writes comes back only where the binding declares it an output
+        (Library.bind out=); a write to an input fails the call and leaves the checker's copy."""
+        out = self.script("""
+            a = np.arange(64, dtype=np.uint8)
+            b = np.zeros(64, np.uint8)
+            with tut.DeviceBuffer(lib, 64) as d:
+                d.upload(a)
+                lib.dtoh(tut.ptr(b), d.ptr, 64)                   # declared: out=(0,)
+                print("declared", (b == a).all())
+                c = np.zeros(64, np.uint8)
+                raw = lib.bind("tut_memcpy_dtoh", [ctypes.c_void_p, ctypes.c_void_p,
+                                                   ctypes.c_size_t], out=())
+                try:
+                    raw(tut.ptr(c), d.ptr, 64)
+                except ValueError as e:
+                    print("refused:", str(e)[:60])
+                print("kept", (c == 0).all())
+        """)
+        self.assertIn("declared True", out)
+        self.assertIn("refused: tut_memcpy_dtoh() wrote the memory of its argument 1", out)
+        self.assertIn("kept True", out)
 
 
 class Attacks(unittest.TestCase):
@@ -303,6 +344,132 @@ class Attacks(unittest.TestCase):
         r, _ = out["1"]
         self.assertIn("attack: hidden folder not found", r.stderr)
         self.assertNotIn(SECRET, r.stdout + r.stderr)
+
+    def checked(self, build, only, isolate="1", **kw):
+        results = self.tmp / f"{build.name}-{isolate}.json"
+        r = drive("01", "--check", "--only", only, "--json", str(results), TUT_TREE="solutions",
+                  TUT_BUILD=build, TUT_ISOLATE=isolate, **kw)
+        found = rows(results) if results.exists() else {}
+        # with --json a test's output goes into its row
+        r.stderr += "".join(str(v.get("output", "")) for v in found.values())
+        return r, {k: v["status"] for k, v in found.items()}
+
+    def test_zeroing_the_checkers_memory(self):
+        """Entry points with no kernel that zero the checker's half of the region and their
+        output: with the checker's arrays in that memory, 01.2, 01.4 and 01.5 passed. The
+        checker's memory is now its own: the worker zeroes only its copy."""
+        build = build_chapter01(self.tmp / "memset", "memset_checker", replace=True)
+        r, statuses = self.checked(build, "01.2,01.4,01.5")
+        self.assertRegex(r.stderr, r"attack: zeroed the checker's half, [1-9]\d* nonzero bytes",
+                         "the attack did not run: the test has no teeth")
+        self.assertEqual(statuses, {"01.2": "FAIL", "01.4": "FAIL", "01.5": "FAIL"},
+                         r.stdout[-2000:] + r.stderr[-2000:])
+
+    def test_a_library_cannot_tell_it_is_graded(self):
+        """The same attack, cheating only where its environment shows a class run: the
+        checker's environment has them, the worker's is built from an allow-list."""
+        build = build_chapter01(self.tmp / "graded", "memset_checker", replace=True,
+                                defines=["-DATTACK_ONLY_GRADED"])
+        signs = dict(SUBMISSIONS="submissions/", MAKEFLAGS="-j2", GRADER_TOKEN="tok-123",
+                     TUT_SEED="42")
+        r, _ = self.checked(build, "01.2", isolate="0", **signs)
+        self.assertIn("attack: graded", r.stderr, "in one process it should see them")
+        r, statuses = self.checked(build, "01.2", **signs)
+        self.assertNotIn("attack: graded", r.stderr)
+        self.assertEqual(statuses, {"01.2": "FAIL"})
+
+
+def uid_mode_unavailable():
+    """"" when tools/sandbox.py can be run here as root without CAP_SYS_ADMIN (as Gradescope
+    and PrairieLearn run a grader: no namespaces, so the sandbox's uid mode), else why not."""
+    if os.geteuid() != 0:
+        return "not root: uid mode needs CAP_SETUID"
+    if not shutil.which("setpriv"):
+        return "no setpriv (util-linux) to drop CAP_SYS_ADMIN"
+    return ""
+
+
+# as Gradescope and PrairieLearn run a grader: root in a container without CAP_SYS_ADMIN
+NO_SYS_ADMIN = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin"]
+SANDBOX = [PY, "-S", str(REPO / "tools" / "sandbox.py")]
+# the worker needs only the standard library: the system's Python, which any user may run (a
+# checker's venv may be in a folder only root may enter)
+SYSTEM_PY = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else PY
+
+
+@unittest.skipIf(uid_mode_unavailable(), uid_mode_unavailable())
+class WithoutNamespaces(unittest.TestCase):
+    """The split holds with no namespace to be made: the worker as a user of its own."""
+
+    UID = 1_999_000 + os.getpid() % 900
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = Path(tempfile.mkdtemp(prefix="tut-uid-"))
+        cls.tmp.chmod(0o755)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def boxed(self, *cmd, **kw):
+        return subprocess.run(NO_SYS_ADMIN + SANDBOX + ["--uid", str(self.UID)] + list(cmd),
+                              capture_output=True, text=True, timeout=120, **kw)
+
+    def test_the_sandbox_runs_as_another_user_with_seccomp(self):
+        probe = textwrap.dedent("""
+            import ctypes, os
+            libc = ctypes.CDLL(None, use_errno=True)
+            print("uid", os.getuid())
+            for name, call in (("unshare", lambda: libc.unshare(0x10000000)),
+                               ("ptrace", lambda: libc.ptrace(16, os.getppid(), 0, 0)),
+                               ("kill", lambda: libc.kill(1, 0))):
+                rc = call()
+                print(name, rc, os.strerror(ctypes.get_errno()))
+            print("env", sorted(k for k in os.environ if "SECRET" in k))
+        """)
+        r = self.boxed("--", SYSTEM_PY, "-I", "-S", "-c", probe,
+                       env=dict(os.environ, GRADER_SECRET="x"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"uid {self.UID}", r.stdout)
+        self.assertIn("unshare -1 Operation not permitted", r.stdout)
+        self.assertIn("ptrace -1 Operation not permitted", r.stdout)
+        self.assertIn("kill -1 Operation not permitted", r.stdout)
+        self.assertIn("env []", r.stdout)
+
+    def test_processes_are_bounded_and_none_outlives_the_command(self):
+        """A fork hog: at most --nproc processes of the submission's user, and none left."""
+        hog = ("import os, time\nn = 0\nfor _ in range(200):\n    try:\n"
+               "        if os.fork() == 0:\n            os.setsid(); time.sleep(600); os._exit(0)\n"
+               "        n += 1\n    except OSError:\n        break\nprint('forked', n)\n")
+        r = self.boxed("--nproc", "16", "--", SYSTEM_PY, "-I", "-S", "-c", hog)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        forked = int(r.stdout.split()[-1])
+        self.assertLess(forked, 16, r.stdout)
+        import sandbox
+        self.assertEqual(sandbox.uid_processes(self.UID), [])
+
+    def test_a_constructor_writing_pass_results_scores_nothing(self):
+        """award_pass.cu's constructor finds the results file on the checker's command line
+        and writes PASS rows there: run as the checker runs under the grader with no
+        namespaces (results in a folder of the grader's own), it cannot."""
+        build = build_chapter01(self.tmp / "award", "award_pass")
+        results = self.tmp / "results"
+        results.mkdir(mode=0o700, exist_ok=True)
+        out = results / "r.json"
+        worker = SANDBOX + ["--uid", str(self.UID), "--ro", str(REPO / "common"),
+                            "--ro", str(build), "--mem", str(3 << 30), "--"]
+        r = subprocess.run(NO_SYS_ADMIN + [PY, str(chapter_dir("01") / "driver.py"), "--check",
+                           "--only", "01.1,01.3", "--json", str(out)], cwd=REPO,
+                           capture_output=True, text=True,
+                           timeout=600, env=env(TUT_TREE="solutions", TUT_BUILD=build,
+                                                TUT_ISOLATE=1,
+                                                TUT_WORKER_PYTHON=SYSTEM_PY, TUT_SHM_GIB=1,
+                                                TUT_WORKER_PREFIX=shlex.join(worker)))
+        statuses = {k: v["status"] for k, v in rows(out).items()} if out.exists() else {}
+        self.assertIn("attack: cannot write", r.stderr, r.stderr[-2000:])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertEqual(statuses, {"01.1": "FAIL", "01.3": "FAIL"})
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ import tempfile
 import threading
 import time
 import zipfile
+import zlib
 from pathlib import Path, PurePosixPath
 
 REPO = Path(__file__).resolve().parent.parent
@@ -425,7 +426,7 @@ class Grader:
             keep.append(real)
         return keep
 
-    def boxed(self, cmd, ws, rw=(), ro=(), hidden_env=False, extra_mem=0):
+    def boxed(self, cmd, ws, rw=(), ro=(), hidden_env=False, extra_mem=0, uid=None):
         """cmd wrapped in this grader's sandbox: the workspace read-only, rw writable."""
         if self.mode == "none":
             return cmd
@@ -435,14 +436,15 @@ class Grader:
         return sandbox.prefix(ro=[ws, *self.view, *extra, *ro], rw=rw, cwd=ws, devices=devices,
                               unset=["TUT_WORKER_PREFIX"] + ([] if hidden_env else ["TUT_HIDDEN"]),
                               mem=self.memory + extra_mem, cpu=int(self.timeout) + 5,
-                              fsize=self.max_output * 4) + cmd
+                              fsize=self.max_output * 4, uid=uid) + cmd
 
     @staticmethod
     def results_dir(ws):
         """Where a submission's test results and logs go: beside its workspace, so that no
         later test's sandbox (which sees the workspace) reads an earlier one's output."""
         d = ws.parent / f"{ws.name}.results"
-        d.mkdir(parents=True, exist_ok=True)
+        d.mkdir(mode=0o700, parents=True, exist_ok=True)
+        d.chmod(0o700)   # a sandbox without namespaces runs as another user: not readable by it
         return d
 
     # -- the workspace: a copy of the instructor's chapter with the student's exercise files --
@@ -676,10 +678,20 @@ class Grader:
             jpath = results / f"{test_id}.json"
             # the shared host memory is mapped whole in the worker: it counts in the worker's
             # address space, so it is sized from the memory limit and the limit grows by it
+            # one user id per submission (where the sandbox runs as one, no namespaces): the
+            # checker stops all its processes between calls; the seed stays off the command line
+            uid = sandbox.UID_BASE + zlib.crc32(str(ws).encode()) % sandbox.UID_SPAN
             env.update(TUT_ISOLATE="1", TUT_SHM_GIB=f"{self.memory / (1 << 30):.3f}",
-                       TUT_WORKER_PREFIX=shlex.join(self.boxed([], ws, extra_mem=self.memory)))
+                       TUT_SEED=str(self.seed), TUT_WORKER_CPU=str(self.timeout),
+                       TUT_WORKER_MEMORY=str(self.memory),
+                       # the worker needs the standard library alone: the system's Python,
+                       # which the sandbox's user can run wherever the grader's venv lies
+                       TUT_WORKER_PYTHON=shutil.which("python3", path="/usr/bin:/bin")
+                       or self.python,
+                       TUT_WORKER_PREFIX=shlex.join(self.boxed([], ws, extra_mem=self.memory,
+                                                               uid=uid)))
             cmd = [self.python, f"chapters/{chapter}/driver.py", "--check", "--only", test_id,
-                   "--seed", str(self.seed), "--json", str(jpath)]
+                   "--json", str(jpath)]
         else:
             # in-process: the whole test in the sandbox; the hidden tests are in its view only
             # when it runs one of them
@@ -694,7 +706,10 @@ class Grader:
         # the harness sends each test's output to a file: past this size its process dies of
         # SIGXFSZ (a printf flood), reported below as output over the limit
         env = dict(env, TUT_OUTPUT_MAX=str(self.max_output))
-        rc, why = run_limited(cmd, ws, env, self.timeout, self.max_output, log,
+        # isolated: the time limit is CPU time of the submission's own processes (the checker
+        # sums them), so a neighbour's load cannot eat it; the wall clock is a backstop
+        wall = 2 * self.timeout + 10 if self.mode == "isolated" else self.timeout
+        rc, why = run_limited(cmd, ws, env, wall, self.max_output, log,
                               fsize=self.mode != "isolated")
         entry["seconds"] = round(time.monotonic() - started, 3)
         result = None

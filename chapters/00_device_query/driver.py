@@ -51,7 +51,7 @@ def c_api(lib):
         theoretical_bandwidth=lib.bind("theoretical_bandwidth",
                                        [I, I, ctypes.POINTER(ctypes.c_double)]),
         # int choose_device(const device_info *devices, int count, int *chosen)
-        choose_device=lib.bind("choose_device", [ctypes.POINTER(DeviceInfo), I, IP]),
+        choose_device=lib.bind("choose_device", [ctypes.POINTER(DeviceInfo), I, IP], out=(2,)),
         # int query_versions(int *driver, int *runtime)
         query_versions=lib.bind("query_versions", [IP, IP]),
         # const char *toolchain(void)

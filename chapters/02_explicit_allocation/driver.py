@@ -33,7 +33,7 @@ def c_api(lib):
     """Each C function declared once, next to its prototype."""
     return SimpleNamespace(
         # int alignment_probe(const size_t *sizes, int count, unsigned long long *addrs)
-        alignment_probe=lib.bind("alignment_probe", [P, I, P]),
+        alignment_probe=lib.bind("alignment_probe", [P, I, P], out=(2,)),
         # int free_null(void)
         free_null=lib.bind("free_null", []),
         # int try_malloc(size_t bytes)
@@ -45,22 +45,22 @@ def c_api(lib):
         # int dev_array_upload(dev_array *arr, const float *h_src, size_t n)
         dev_array_upload=lib.bind("dev_array_upload", [P, P, Z]),
         # int dev_array_download(const dev_array *arr, float *h_dst, size_t n)
-        dev_array_download=lib.bind("dev_array_download", [P, P, Z]),
+        dev_array_download=lib.bind("dev_array_download", [P, P, Z], out=(1,)),
         # int dev_array_memset(dev_array *arr, int value)
         dev_array_memset=lib.bind("dev_array_memset", [P, I]),
         # int dev_array_scale_shift(dev_array *arr, float a, float b)
         dev_array_scale_shift=lib.bind("dev_array_scale_shift", [P, F, F]),
         # int roundtrip(const float *h_x, float *h_y, size_t n, float a, float b)
-        roundtrip=lib.bind("roundtrip", [P, P, Z, F, F]),
+        roundtrip=lib.bind("roundtrip", [P, P, Z, F, F], out=(1,)),
         # int apply_twice(const float *h_x, float *h_y, size_t n, float a, float b)
-        apply_twice=lib.bind("apply_twice", [P, P, Z, F, F]),
+        apply_twice=lib.bind("apply_twice", [P, P, Z, F, F], out=(1,)),
         # int process_whole(const float *h_x, float *h_y, size_t n, float a, float b)
-        process_whole=lib.bind("process_whole", [P, P, Z, F, F]),
+        process_whole=lib.bind("process_whole", [P, P, Z, F, F], out=(1,)),
         # int process_chunked(const float *h_x, float *h_y, size_t n, float a, float b,
         #     size_t chunk_elems)
-        process_chunked=lib.bind("process_chunked", [P, P, Z, F, F, Z]),
+        process_chunked=lib.bind("process_chunked", [P, P, Z, F, F, Z], out=(1,)),
         # int fill_checked(float *h_out, int n, float value, int block)
-        fill_checked=lib.bind("fill_checked", [P, I, F, I]),
+        fill_checked=lib.bind("fill_checked", [P, I, F, I], out=(0,)),
         # int bench_malloc_free(size_t bytes, int reps, float *times_ms)
         bench_malloc_free=lib.bind("bench_malloc_free", [Z, I, tut.c_float_p]),
         # int bench_memset(size_t bytes, int reps, float *times_ms)

@@ -54,15 +54,15 @@ def c_api(lib):
         # int memory_type(const void *ptr, int *type)
         memory_type=lib.bind("memory_type", [P, ctypes.POINTER(I)]),
         # int copy_bytes(void *dst, const void *src, size_t bytes, int kind)
-        copy_bytes=lib.bind("copy_bytes", [P, P, Z, I]),
+        copy_bytes=lib.bind("copy_bytes", [P, P, Z, I], out=(0,)),
         # int bench_release(void)     destroys the benchmarks' two streams, if made
         bench_release=lib.bind("bench_release", []),
         # int bench_copy_both(void *d_dst, const void *h_src, void *h_dst, const void *d_src,
         #     size_t bytes, int reps, float *times_ms)
-        bench_copy_both=lib.bind("bench_copy_both", [P, P, P, P, Z, I, tut.c_float_p]),
+        bench_copy_both=lib.bind("bench_copy_both", [P, P, P, P, Z, I, tut.c_float_p], out=(2, 6)),
         # int bench_timeline(const float *h_x, float *h_y, size_t n, size_t chunk_elems,
         #     int nstreams, float *stamps_ms, int max_chunks)
-        bench_timeline=lib.bind("bench_timeline", [P, P, Z, Z, I, tut.c_float_p, I]),
+        bench_timeline=lib.bind("bench_timeline", [P, P, Z, Z, I, tut.c_float_p, I], out=(1, 5)),
         # int stream_create(cudaStream_t *stream)
         stream_create=lib.bind("stream_create", [ctypes.POINTER(P)]),
         # int stream_destroy(cudaStream_t stream)
@@ -70,31 +70,31 @@ def c_api(lib):
         # int stream_synchronize(cudaStream_t stream)
         stream_synchronize=lib.bind("stream_synchronize", [P]),
         # int copy_async(void *dst, const void *src, size_t bytes, int kind, cudaStream_t stream)
-        copy_async=lib.bind("copy_async", [P, P, Z, I, P]),
+        copy_async=lib.bind("copy_async", [P, P, Z, I, P], out=(0,)),
         # int launch_scale_shift(float *d_buf, size_t n, float a, float b, cudaStream_t stream)
         launch_scale_shift=lib.bind("launch_scale_shift", [P, Z, F, F, P]),
         # int pinned_roundtrip(void *h_in, void *h_out, size_t bytes)
-        pinned_roundtrip=lib.bind("pinned_roundtrip", [P, P, Z]),
+        pinned_roundtrip=lib.bind("pinned_roundtrip", [P, P, Z], out=(1,)),
         # int stream_scale_shift(const float *h_x, float *h_y, float *d_buf, size_t n, float a,
         #     float b)
-        stream_scale_shift=lib.bind("stream_scale_shift", [P, P, P, Z, F, F]),
+        stream_scale_shift=lib.bind("stream_scale_shift", [P, P, P, Z, F, F], out=(1, 2)),
         # int pipeline_create(pipeline **out, size_t chunk_elems, int nstreams,
         #     size_t budget_bytes)
         pipeline_create=lib.bind("pipeline_create", [ctypes.POINTER(P), Z, I, Z]),
         # int pipeline_destroy(pipeline *p)
         pipeline_destroy=lib.bind("pipeline_destroy", [P]),
         # int pipeline_run(pipeline *p, const float *h_x, float *h_y, size_t n, float a, float b)
-        pipeline_run=lib.bind("pipeline_run", [P, P, P, Z, F, F]),
+        pipeline_run=lib.bind("pipeline_run", [P, P, P, Z, F, F], out=(2,)),
         # size_t choose_chunk(size_t n, size_t budget_bytes, int nstreams)   returns a value
         choose_chunk=lib.bind("choose_chunk", [Z, Z, I], Z, status=False),
         # int bench_copy(void *dst, const void *src, size_t bytes, int kind, int reps,
         #     float *times_ms)
-        bench_copy=lib.bind("bench_copy", [P, P, Z, I, I, tut.c_float_p]),
+        bench_copy=lib.bind("bench_copy", [P, P, Z, I, I, tut.c_float_p], out=(0, 5)),
         # int bench_alloc_free(int kind, size_t bytes, int reps, float *times_ms)
         bench_alloc_free=lib.bind("bench_alloc_free", [I, Z, I, tut.c_float_p]),
         # int bench_pipeline(pipeline *p, const float *h_x, float *h_y, size_t n, float a,
         #     float b, int reps, float *times_ms)
-        bench_pipeline=lib.bind("bench_pipeline", [P, P, P, Z, F, F, I, tut.c_float_p]),
+        bench_pipeline=lib.bind("bench_pipeline", [P, P, P, Z, F, F, I, tut.c_float_p], out=(2, 7)),
     )
 
 
@@ -423,11 +423,14 @@ def test_stream(ctx):
     sizes = [1, 257, 999_983] + ([(1 << 24) + 7] if ctx.large else [])
     for n in sizes:
         with PinnedArray(ctx.lib, n) as h_x, PinnedArray(ctx.lib, n) as h_y:
-            h_x.array[:] = tut.random_f32(ctx.rng, n)
+            # the reference from the checker's own copy: pinned memory is the library's to
+            # write (a graded run gives it a process of its own)
+            x = tut.random_f32(ctx.rng, n)
+            h_x.array[:] = x
             h_y.array.view(np.uint8)[:] = tut.POISON_BYTE
             a, b = random_ab(ctx.rng)
             got = stream_scale_shift(ctx.lib, h_x.array, h_y.array, a, b)
-            tut.assert_close(got, ref_scale_shift(h_x.array, a, b), rtol=1e-6, atol=1e-6,
+            tut.assert_close(got, ref_scale_shift(x, a, b), rtol=1e-6, atol=1e-6,
                              name=f"stream_scale_shift n={n}")
     if ctx.backend == "cpu":
         check_one_stream(ctx.lib, ctx.rng)
@@ -778,7 +781,8 @@ def _bench(lib, b, gpu, api):
     n = (2048 * MiB if gpu else top) // 4
     chunk = (16 * MiB if gpu else 128 * KiB) // 4
     with PinnedArray(lib, n) as h_x, PinnedArray(lib, n) as h_y:
-        h_x.array[:] = tut.random_f32(rng, n)
+        x = tut.random_f32(rng, n)   # the reference's input: the checker's own copy
+        h_x.array[:] = x
         ms = {}
         for nstreams in (1, 4):
             with Pipeline(lib, chunk, nstreams, chunk * nstreams * 4) as pipe:
@@ -787,7 +791,7 @@ def _bench(lib, b, gpu, api):
                 except tut.ExerciseNotDone as e:
                     print(f"  pipeline: {e} (solve 03.3, or run on TUT_TREE=solutions)")
                     return
-                tut.assert_close(h_y.array, ref_scale_shift(h_x.array, 2.0, 1.0), rtol=1e-6,
+                tut.assert_close(h_y.array, ref_scale_shift(x, 2.0, 1.0), rtol=1e-6,
                                  atol=1e-6, name=f"pipeline with {nstreams} streams")
                 ms[nstreams] = tut.median_ms(lambda r, t: api.bench_pipeline(
                     pipe.handle, tut.ptr(h_x.array), tut.ptr(h_y.array), n, 2.0, 1.0, r, t), 10)

@@ -65,7 +65,7 @@ def _declare(lib):
         # int bench_matmul_with_transfers(int version, const float *h_a, const float *h_b,
         #     float *h_c, int m, int n, int k, int reps, float *times_ms)
         bench_matmul_with_transfers=lib.bind("bench_matmul_with_transfers",
-                                             [I, P, P, P, I, I, I, I, tut.c_float_p]),
+                                             [I, P, P, P, I, I, I, I, tut.c_float_p], out=(3, 8)),
         # int reduce_sum(int version, const float *d_x, int n, float *d_out, int blocks,
         #     int block)
         reduce_sum=lib.bind("reduce_sum", [I, P, I, P, I, I]),

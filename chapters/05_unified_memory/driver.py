@@ -62,14 +62,14 @@ def c_api(lib):
         launch_scale_shift=lib.bind("launch_scale_shift", [P, Z, F, F]),
         # int lists_build(list_node *pool, int n_nodes, const long long *keys,
         #     const int *next_index, list_node **heads, const int *head_index, int n_lists)
-        lists_build=lib.bind("lists_build", [P, I, P, P, P, P, I]),
+        lists_build=lib.bind("lists_build", [P, I, P, P, P, P, I], out=(0, 4)),
         # int managed_scale_shift(float *m, size_t n, float a, float b)
         managed_scale_shift=lib.bind("managed_scale_shift", [P, Z, F, F]),
         # int lut_gather(const float *table, int table_n, const int *idx, float *out, size_t n)
-        lut_gather=lib.bind("lut_gather", [P, I, P, P, Z]),
+        lut_gather=lib.bind("lut_gather", [P, I, P, P, Z], out=(3,)),
         # int lists_walk(list_node *const *heads, int n_lists, int max_nodes, long long *sums,
         #     int *lengths)
-        lists_walk=lib.bind("lists_walk", [P, I, I, P, P]),
+        lists_walk=lib.bind("lists_walk", [P, I, I, P, P], out=(3, 4)),
         # int managed_in_passes(float *m, size_t n, size_t chunk_elems, float a, float b,
         #     int *passes)
         managed_in_passes=lib.bind("managed_in_passes", [P, Z, Z, F, F, ctypes.POINTER(I)]),
@@ -77,7 +77,7 @@ def c_api(lib):
         bench_managed=lib.bind("bench_managed", [P, Z, I, I, tut.c_float_p]),
         # int bench_lut(const float *table, int table_n, const int *idx, float *out, size_t n,
         #     int reps, float *times_ms)
-        bench_lut=lib.bind("bench_lut", [P, I, P, P, Z, I, tut.c_float_p]),
+        bench_lut=lib.bind("bench_lut", [P, I, P, P, Z, I, tut.c_float_p], out=(3, 6)),
         # int bench_host_owned(float *x, size_t n, int reps, float *times_ms)
         bench_host_owned=lib.bind("bench_host_owned", [P, Z, I, tut.c_float_p]),
         # int bench_oversubscribe(size_t leave_free, size_t bytes, int mode, int reps,

@@ -46,7 +46,7 @@ def c_api(lib):
         # int body_moment(const void *d_bodies, float *d_out, int n)
         body_moment=lib.bind("body_moment", [P, P, I]),
         # int malloc_addresses(const size_t *sizes, int count, long long *out)
-        malloc_addresses=lib.bind("malloc_addresses", [ctypes.POINTER(SZ), I, LLP]),
+        malloc_addresses=lib.bind("malloc_addresses", [ctypes.POINTER(SZ), I, LLP], out=(2,)),
         # int pitch_for(size_t width_bytes, size_t height, size_t *pitch, int *texture_alignment)
         pitch_for=lib.bind("pitch_for", [SZ, SZ, ctypes.POINTER(SZ), IP]),
         # int strided_copy(const float *d_in, float *d_out, int n, int stride, int offset)
@@ -57,13 +57,14 @@ def c_api(lib):
         float4_load=lib.bind("float4_load", [I, tut.c_float_p]),
         # int scale_rows_pitched(const float *h_in, float *h_out, unsigned char *h_raw,
         #     int width, int height, size_t *pitch)
-        scale_rows_pitched=lib.bind("scale_rows_pitched", [P, P, P, I, I, ctypes.POINTER(SZ)]),
+        scale_rows_pitched=lib.bind("scale_rows_pitched", [P, P, P, I, I, ctypes.POINTER(SZ)],
+                                    out=(1, 2, 5)),
         # int view_roundtrip(float *h_view, size_t row_stride, int width, int height,
         #     size_t *pitch)
-        view_roundtrip=lib.bind("view_roundtrip", [P, SZ, I, I, ctypes.POINTER(SZ)]),
+        view_roundtrip=lib.bind("view_roundtrip", [P, SZ, I, I, ctypes.POINTER(SZ)], out=(0, 4)),
         # int memcpy2d_raw(void *dst, size_t dpitch, const void *src, size_t spitch,
         #     size_t width, size_t height, int kind)
-        memcpy2d_raw=lib.bind("memcpy2d_raw", [P, SZ, P, SZ, SZ, SZ, I]),
+        memcpy2d_raw=lib.bind("memcpy2d_raw", [P, SZ, P, SZ, SZ, SZ, I], out=(0,)),
         # int particles_to_soa_and_drift(const void *d_aos, float *d_soa, int n, float dt)
         particles_to_soa_and_drift=lib.bind("particles_to_soa_and_drift", [P, P, I, F]),
         # int aos_drift(void *d_aos, int n, float dt)
@@ -71,7 +72,7 @@ def c_api(lib):
         # int particles_to_soa_staged(const void *d_aos, float *d_soa, int n)
         particles_to_soa_staged=lib.bind("particles_to_soa_staged", [P, P, I]),
         # int fill_pattern(float *d, long long n)       d[i] = i % 8191 + 0.5
-        fill_pattern=lib.bind("fill_pattern", [P, LL]),
+        fill_pattern=lib.bind("fill_pattern", [P, LL], out=(0,)),
         # int bench_kernel(int what, void *d_a, void *d_b, long long n, long long p1,
         #     long long p2, int reps, float *times_ms)
         bench_kernel=lib.bind("bench_kernel", [I, P, P, LL, LL, LL, I, tut.c_float_p]),

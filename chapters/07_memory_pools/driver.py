@@ -75,7 +75,7 @@ def c_api(lib):
         # int default_pool(cudaMemPool_t *out)
         default_pool=lib.bind("default_pool", [ctypes.POINTER(P)]),
         # int mempool_stats(cudaMemPool_t pool, unsigned long long *out)   (5 values)
-        mempool_stats=lib.bind("mempool_stats", [P, P]),
+        mempool_stats=lib.bind("mempool_stats", [P, P], out=(1,)),
         # int mempool_set_threshold(cudaMemPool_t pool, unsigned long long bytes)
         mempool_set_threshold=lib.bind("mempool_set_threshold", [P, ULL]),
         # int mempool_reset_high(cudaMemPool_t pool)
@@ -89,12 +89,12 @@ def c_api(lib):
         mempool_roundtrip=lib.bind("mempool_roundtrip", [P, Z, I, P, I]),
         # int mempool_cross_stream(cudaMemPool_t pool, size_t bytes, cudaStream_t s1,
         #     cudaStream_t s2, int wait, long long spin, unsigned long long *addrs)
-        mempool_cross_stream=lib.bind("mempool_cross_stream", [P, Z, P, P, I, LL, P]),
+        mempool_cross_stream=lib.bind("mempool_cross_stream", [P, Z, P, P, I, LL, P], out=(6,)),
         # int mempool_create(cudaMemPool_t *out, unsigned long long threshold)
         mempool_create=lib.bind("mempool_create", [ctypes.POINTER(P), ULL]),
         # int scratch_chain(const float *h_x, float *h_y, size_t n, int steps, float c,
         #     cudaMemPool_t pool, cudaStream_t stream)
-        scratch_chain=lib.bind("scratch_chain", [P, P, Z, I, F, P, P]),
+        scratch_chain=lib.bind("scratch_chain", [P, P, Z, I, F, P, P], out=(1,)),
         # int bench_alloc_pairs(int kind, size_t bytes, int pairs, int reps, float *times_ms,
         #     struct tpool *tp, cudaStream_t stream)
         bench_alloc_pairs=lib.bind("bench_alloc_pairs", [I, Z, I, I, tut.c_float_p, P, P]),

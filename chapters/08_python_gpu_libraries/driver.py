@@ -86,18 +86,19 @@ def c_api(lib):
         xbuf_info=lib.bind("xbuf_info", [P, ctypes.POINTER(ULL), ctypes.POINTER(I),
                                          ctypes.POINTER(I)]),
         # int cai_strides(const xview *v, long long *strides_bytes, int *c_contiguous)
-        cai_strides=lib.bind("cai_strides", [XP, ctypes.POINTER(LL), ctypes.POINTER(I)]),
+        cai_strides=lib.bind("cai_strides", [XP, ctypes.POINTER(LL), ctypes.POINTER(I)],
+                             out=(1, 2)),
         # int dlpack_export(struct xbuf *b, const xview *v, int readonly,
         #     DLManagedTensorVersioned **out)
-        dlpack_export=lib.bind("dlpack_export", [P, XP, I, ctypes.POINTER(P)]),
+        dlpack_export=lib.bind("dlpack_export", [P, XP, I, ctypes.POINTER(P)], out=(3,)),
         # int view_from_cai(unsigned long long data, int ndim, const long long *shape,
         #     const long long *strides_bytes, xview *out)
         view_from_cai=lib.bind("view_from_cai", [ULL, I, ctypes.POINTER(LL),
-                                                 ctypes.POINTER(LL), XP]),
+                                                 ctypes.POINTER(LL), XP], out=(4,)),
         # int view_axpy(const xview *x, float a, float *d_y, long long n, cudaStream_t stream)
-        view_axpy=lib.bind("view_axpy", [XP, F, P, LL, P]),
+        view_axpy=lib.bind("view_axpy", [XP, F, P, LL, P], out=(2,)),
         # int slow_fill(float *d, long long n, float value, long long spin, cudaStream_t s)
-        slow_fill=lib.bind("slow_fill", [P, LL, F, LL, P]),
+        slow_fill=lib.bind("slow_fill", [P, LL, F, LL, P], out=(0,)),
         # int stream_from_protocol(long long s, int dlpack, cudaStream_t *out, int *sync)
         stream_from_protocol=lib.bind("stream_from_protocol", [LL, I, ctypes.POINTER(P),
                                                                ctypes.POINTER(I)]),
@@ -116,7 +117,7 @@ def c_api(lib):
         # int bpool_empty(void)
         bpool_empty=lib.bind("bpool_empty", []),
         # int bpool_stats(unsigned long long *out)   (8 values, BP_STATS)
-        bpool_stats=lib.bind("bpool_stats", [P]),
+        bpool_stats=lib.bind("bpool_stats", [P], out=(0,)),
     )
 
 

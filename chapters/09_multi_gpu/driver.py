@@ -53,7 +53,7 @@ def c_api(lib):
         # int device_describe(int dev, char *name, int name_len, int *pci, size_t *free_bytes,
         #     size_t *total_bytes, int *concurrent_managed)
         device_describe=lib.bind("device_describe", [I, ctypes.c_char_p, I, IP, tut.c_size_t_p,
-                                                     tut.c_size_t_p, IP]),
+                                                     tut.c_size_t_p, IP], out=(1, 3, 4, 5, 6)),
         # int devices_mem_used(size_t *used, int max, int *count)
         devices_mem_used=lib.bind("devices_mem_used", [tut.c_size_t_p, I, IP]),
         # int topology(int n, int *access, int *perf_rank, int *atomics)
@@ -70,15 +70,15 @@ def c_api(lib):
         peer_scale=lib.bind("peer_scale", [I, P, P, Z, F]),
         # int peer_copy(void *dst, int dst_dev, const void *src, int src_dev, size_t bytes,
         #     int how)
-        peer_copy=lib.bind("peer_copy", [P, I, P, I, Z, I]),
+        peer_copy=lib.bind("peer_copy", [P, I, P, I, Z, I], out=(0,)),
         # int ipc_export(void *d_ptr, void *handle)
-        ipc_export=lib.bind("ipc_export", [P, P]),
+        ipc_export=lib.bind("ipc_export", [P, P], out=(1,)),
         # int ipc_import_scale(const void *handle, int dev, size_t n, float a)
         ipc_import_scale=lib.bind("ipc_import_scale", [P, I, Z, F]),
         # int peer_enable_all(const int *devs, int n, int *pairs)
-        peer_enable_all=lib.bind("peer_enable_all", [IP, I, IP]),
+        peer_enable_all=lib.bind("peer_enable_all", [IP, I, IP], out=(2,)),
         # int team_create(team **out, const int *devs, int ndev, size_t scratch_elems)
-        team_create=lib.bind("team_create", [ctypes.POINTER(P), IP, I, Z]),
+        team_create=lib.bind("team_create", [ctypes.POINTER(P), IP, I, Z], out=(0,)),
         # int team_destroy(team *t)
         team_destroy=lib.bind("team_destroy", [P]),
         # int team_rank(team *t, int r, int *dev, cudaStream_t *stream, cudaEvent_t *event,
@@ -88,9 +88,9 @@ def c_api(lib):
         # int team_probe(team *t, int r)
         team_probe=lib.bind("team_probe", [P, I]),
         # int team_fill(team *t, float *const *bufs, size_t n)
-        team_fill=lib.bind("team_fill", [P, ctypes.POINTER(P), Z]),
+        team_fill=lib.bind("team_fill", [P, ctypes.POINTER(P), Z], out=()),
         # int team_shift(team *t, float *const *bufs, float *const *dst, size_t n)
-        team_shift=lib.bind("team_shift", [P, ctypes.POINTER(P), ctypes.POINTER(P), Z]),
+        team_shift=lib.bind("team_shift", [P, ctypes.POINTER(P), ctypes.POINTER(P), Z], out=()),
         # int team_barrier(team *t)
         team_barrier=lib.bind("team_barrier", [P]),
         # int team_synchronize(team *t)
@@ -98,7 +98,7 @@ def c_api(lib):
         # int stream_flags(cudaStream_t stream, unsigned int *flags)
         stream_flags=lib.bind("stream_flags", [P, ctypes.POINTER(ctypes.c_uint)]),
         # int team_scale_shift(team *t, const float *h_x, float *h_y, size_t n, float a, float b)
-        team_scale_shift=lib.bind("team_scale_shift", [P, P, P, Z, F, F]),
+        team_scale_shift=lib.bind("team_scale_shift", [P, P, P, Z, F, F], out=(2,)),
         # int managed_where(const void *ptr, size_t bytes, int *preferred, int *prefetched)
         managed_where=lib.bind("managed_where", [P, Z, IP, IP]),
         # int managed_touch(float *m, size_t n, int dev)
@@ -106,18 +106,18 @@ def c_api(lib):
         # int team_scale_shift_managed(team *t, float *m, size_t n, float a, float b)
         team_scale_shift_managed=lib.bind("team_scale_shift_managed", [P, P, Z, F, F]),
         # int ring_allreduce(team *t, float *const *bufs, size_t n)
-        ring_allreduce=lib.bind("ring_allreduce", [P, ctypes.POINTER(P), Z]),
+        ring_allreduce=lib.bind("ring_allreduce", [P, ctypes.POINTER(P), Z], out=()),
         # int nccl_version(int *version)
         nccl_version=lib.bind("nccl_version", [IP]),
         # int nccl_allreduce(team *t, float *const *bufs, size_t n)
-        nccl_allreduce=lib.bind("nccl_allreduce", [P, ctypes.POINTER(P), Z]),
+        nccl_allreduce=lib.bind("nccl_allreduce", [P, ctypes.POINTER(P), Z], out=()),
         # int bench_peer_read(int dev, int peer, size_t bytes, int by_kernel, int reps,
         #     float *times_ms)
         bench_peer_read=lib.bind("bench_peer_read", [I, I, Z, I, I, tut.c_float_p]),
         # int bench_allreduce(team *t, float *const *bufs, size_t n, int ndev, int which,
         #     int reps, float *times_ms)
         bench_allreduce=lib.bind("bench_allreduce", [P, ctypes.POINTER(P), Z, I, I, I,
-                                                     tut.c_float_p]),
+                                                     tut.c_float_p], out=(6,)),
     )
 
 

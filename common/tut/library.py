@@ -46,8 +46,9 @@ class Library:
         self.htod = self.bind("tut_memcpy_htod", [ctypes.c_void_p, ctypes.c_void_p,
                                                   ctypes.c_size_t])
         self.dtoh = self.bind("tut_memcpy_dtoh", [ctypes.c_void_p, ctypes.c_void_p,
-                                                  ctypes.c_size_t])
-        self.memset = self.bind("tut_memset", [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t])
+                                                  ctypes.c_size_t], out=(0,))
+        self.memset = self.bind("tut_memset", [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t],
+                                out=(0,))
         self.synchronize = self.bind("tut_synchronize", [])
         self._d2d = self.bind("tut_bench_d2d_copy", [ctypes.c_size_t, ctypes.c_int, c_float_p])
         # The emulator's own functions (CPU backend only; None on a GPU build).
@@ -76,11 +77,23 @@ class Library:
             self._emu_live.argtypes = [ctypes.POINTER(ctypes.c_int)] * 2
             self._emu_live.restype = None
 
-    def bind(self, name, argtypes, restype=ctypes.c_int, status=True):
+    def bind(self, name, argtypes, restype=ctypes.c_int, status=True, out=None):
         """Declare the C function `name` once. With status=True it returns an int status, and
-        one that is not 0 raises CudaError or ExerciseNotDone; status=False returns a value."""
+        one that is not 0 raises CudaError or ExerciseNotDone; status=False returns a value.
+
+        out: the argument positions (from 0) whose host memory the call writes. When the library
+        runs in a worker process (TUT_ISOLATE=1, grading) only these come back into the driver's
+        arrays, after the call, so a library cannot change an input the driver computes its
+        reference from; a write to another argument fails the call. None: the arguments
+        declared POINTER(T) (C out-parameters); a c_void_p or an ndpointer is read only."""
         fn = getattr(self.cdll, name)
         fn.argtypes, fn.restype = argtypes, restype
+        if out is not None:
+            out = tuple(out)
+            bad = [i for i in out if not (isinstance(i, int) and 0 <= i < len(argtypes))]
+            if bad:
+                raise ValueError(f"{name}: out={out} names no argument of {len(argtypes)}")
+        fn.out = out
         if status:
             fn.errcheck = self._errcheck
         return fn

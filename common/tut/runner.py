@@ -339,7 +339,9 @@ class Chapter:
         p.add_argument("--list", action="store_true", help="print the test ids and exit")
         p.add_argument("--describe", action="store_true", help=argparse.SUPPRESS)
         p.add_argument("--bench", action="store_true", help="measure, next to the ceilings")
-        p.add_argument("--seed", type=int, help="seed for the random inputs (default: fresh)")
+        # TUT_SEED: a grader's seed, kept off the command line (which every user can read)
+        p.add_argument("--seed", type=int, default=os.environ.get("TUT_SEED") or None,
+                       help="seed for the random inputs (default: fresh)")
         p.add_argument("--json", metavar="FILE", help="write the results as JSON (graders)")
         p.add_argument("--expect-fail", action="store_true",
                        help="maintainers: pass only if every exercise FAILS (unsolved stubs)")

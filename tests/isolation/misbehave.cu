@@ -60,3 +60,26 @@ extern "C" int misbehave_scribble_elsewhere(void *buf, size_t n)
     }
     return started();
 }
+
+// The same from processes that do not stay: a child in a session of its own forks its
+// successor and exits, over and over, each writing buf first. A freeze that walks the worker's
+// tree once, or ends at the first process gone, misses the one alive by then. (One every
+// 20 ms: a chain much faster than the checker's walk of the tree could stay a step ahead.)
+extern "C" int misbehave_scribble_escaping(void *buf, size_t n)
+{
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    target = (volatile unsigned char *)buf;
+    target_n = n;
+    if (pid == 0) {
+        setsid();
+        for (unsigned char v = 1;; v++) {
+            for (size_t i = 0; i < target_n; i++) target[i] = v;
+            usleep(20000);
+            pid_t next = fork();
+            if (next > 0) _exit(0);     // the successor goes on; this one is gone
+            if (next < 0) usleep(1000);
+        }
+    }
+    return started();
+}
