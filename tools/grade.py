@@ -28,12 +28,15 @@ Python standard library only (the drivers it runs use NumPy).
 """
 import argparse
 import ast
+import bz2
 import concurrent.futures
 import csv
 import ctypes
 import datetime
+import gzip
 import hashlib
 import json
+import lzma
 import math
 import os
 import re
@@ -63,6 +66,14 @@ SANDBOX_WORDS = {"isolated": "sandboxed; the student's library in a worker, the 
                  "in-process": "sandboxed, but the student's library shares the test's process "
                                "(no worker/checker split here): it could forge its own result",
                  "none": "NOT sandboxed: student code ran with the grader's rights"}
+
+
+# What of the grader's environment a compile or a test gets (Grader.child_env): the locale, the
+# thread counts of NumPy's libraries, and where CUDA and its libraries are. No token, no
+# MAKEFLAGS or SUBMISSIONS=, nothing of the instructor's paths.
+ENV_KEEP = {"PATH", "LANG", "LANGUAGE", "TZ", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+            "MKL_NUM_THREADS", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
+            "CUDA_VISIBLE_DEVICES"}
 
 
 class GradeError(Exception):
@@ -133,9 +144,50 @@ def student_name(path):
     return name
 
 
+class Unreadable(Exception):
+    """A submission that cannot be read as a whole (a corrupt archive, a bomb): that student's
+    row says why, and the class goes on."""
+
+
+# An archive is read once, eagerly and within these bounds (a 16 KB .tar.bz2 can claim 16 GiB:
+# what it unpacks to and how long that takes are what is bounded, not what it says of itself).
+ARCHIVE_MAX_BYTES = 64 << 20     # compressed size of the archive itself
+ARCHIVE_MAX_UNPACKED = 64 << 20  # bytes decompressed, in all
+ARCHIVE_MAX_ENTRIES = 10_000
+ARCHIVE_MAX_SECONDS = 20
+
+
+class _Budget:
+    """Bytes and seconds an archive may cost; raises Unreadable past either."""
+    def __init__(self, name):
+        self.name, self.left = name, ARCHIVE_MAX_UNPACKED
+        self.until = time.monotonic() + ARCHIVE_MAX_SECONDS
+
+    def spend(self, n):
+        self.left -= n
+        if self.left < 0:
+            raise Unreadable(f"{self.name} unpacks to more than {ARCHIVE_MAX_UNPACKED >> 20} MiB "
+                             f"(an archive bomb?): not graded")
+        if time.monotonic() > self.until:
+            raise Unreadable(f"{self.name} takes more than {ARCHIVE_MAX_SECONDS} s to unpack: "
+                             f"not graded")
+
+
+class _Metered:
+    """A decompressed stream that charges every byte read to a _Budget."""
+    def __init__(self, raw, budget):
+        self.raw, self.budget = raw, budget
+
+    def read(self, n=-1):
+        data = self.raw.read(min(n, 1 << 20) if n is not None and n >= 0 else 1 << 20)
+        self.budget.spend(len(data))
+        return data
+
+
 def submission_files(path):
-    """{relative posix path: loader} for every regular file of a folder or an archive, never
-    following links (a link to the instructor's files must not be read)."""
+    """{relative posix path: bytes, or None when larger than MAX_SOURCE} for every regular file
+    of a folder or an archive, never following links (a link to the instructor's files must
+    not be read). Raises Unreadable for an archive that is corrupt, too large or too slow."""
     files = {}
     if path.is_dir():
         for root, dirs, names in os.walk(path, followlinks=False):
@@ -144,38 +196,80 @@ def submission_files(path):
                 full = Path(root) / n
                 if full.is_symlink() or not full.is_file():
                     continue
-                files[full.relative_to(path).as_posix()] = (lambda f=full: _read_capped(f))
+                files[full.relative_to(path).as_posix()] = _read_capped(full)
         return files
     lower = path.name.lower()
-    if lower.endswith(".zip"):
-        with zipfile.ZipFile(path) as z:
-            for info in z.infolist():
-                if not info.is_dir() and info.file_size <= MAX_SOURCE:
-                    files[info.filename] = (lambda i=info: _zip_read(path, i))
+    if not lower.endswith(ARCHIVES):
+        raise Unreadable(f"{path.name} is neither a folder nor an archive "
+                         f"({', '.join(ARCHIVES)})")
+    try:
+        size = path.stat().st_size
+    except OSError as e:
+        raise Unreadable(f"{path.name} could not be read: {e.strerror}")
+    if size > ARCHIVE_MAX_BYTES:
+        raise Unreadable(f"{path.name} is {size >> 20} MiB, more than the "
+                         f"{ARCHIVE_MAX_BYTES >> 20} MiB a submission may be: not graded")
+    budget = _Budget(path.name)
+    try:
+        if lower.endswith(".zip"):
+            with zipfile.ZipFile(path) as z:
+                infos = z.infolist()
+                if len(infos) > ARCHIVE_MAX_ENTRIES:
+                    raise Unreadable(f"{path.name} has {len(infos)} entries, more than "
+                                     f"{ARCHIVE_MAX_ENTRIES}: not graded")
+                for info in infos:
+                    if info.is_dir():
+                        continue
+                    if info.file_size > MAX_SOURCE:
+                        files[info.filename] = None
+                        continue
+                    # stops at the size the entry declares, and checks its CRC there
+                    data = z.read(info)
+                    budget.spend(len(data))
+                    files[info.filename] = data
+            return files
+        # a stream ("r|*"): each member is read once, in order, every byte charged
+        with open(path, "rb") as raw:
+            stream = _decompressor(raw, lower)
+            with tarfile.open(fileobj=_Metered(stream, budget), mode="r|") as t:
+                for count, m in enumerate(t, 1):
+                    if count > ARCHIVE_MAX_ENTRIES:
+                        raise Unreadable(f"{path.name} has more than {ARCHIVE_MAX_ENTRIES} "
+                                         f"entries: not graded")
+                    if not m.isfile():
+                        continue
+                    if m.size > MAX_SOURCE:
+                        files[m.name] = None
+                        continue
+                    files[m.name] = t.extractfile(m).read()
+                    budget.spend(0)
         return files
-    if lower.endswith(ARCHIVES):
-        with tarfile.open(path) as t:
-            for m in t.getmembers():
-                if m.isfile() and m.size <= MAX_SOURCE:
-                    files[m.name] = (lambda name=m.name: _tar_read(path, name))
-        return files
-    raise ValueError(f"{path.name} is neither a folder nor an archive ({', '.join(ARCHIVES)})")
+    except Unreadable:
+        raise
+    except (OSError, EOFError, ValueError, tarfile.TarError, zipfile.BadZipFile,
+            zipfile.LargeZipFile, NotImplementedError, RuntimeError) as e:
+        # bad CRC, truncated, not an archive at all, an encrypted entry, ...
+        raise Unreadable(f"{path.name} could not be unpacked ({type(e).__name__}: {e}): "
+                         f"not graded; hand in a working archive")
+
+
+def _decompressor(raw, lower):
+    if lower.endswith((".tar.gz", ".tgz")):
+        return gzip.GzipFile(fileobj=raw)
+    if lower.endswith((".tar.bz2", ".tbz2")):
+        return bz2.BZ2File(raw)
+    if lower.endswith((".tar.xz", ".txz")):
+        return lzma.LZMAFile(raw)
+    return raw
 
 
 def _read_capped(f):
-    if f.stat().st_size > MAX_SOURCE:
+    try:
+        if f.stat().st_size > MAX_SOURCE:
+            return None
+        return f.read_bytes()
+    except OSError:
         return None
-    return f.read_bytes()
-
-
-def _zip_read(path, info):
-    with zipfile.ZipFile(path) as z:
-        return z.read(info)[:MAX_SOURCE + 1]
-
-
-def _tar_read(path, name):
-    with tarfile.open(path) as t:
-        return t.extractfile(name).read(MAX_SOURCE + 1)
 
 
 def find_source(files, chapter, name):
@@ -437,18 +531,36 @@ class Grader:
                               mem=self.memory + extra_mem, cpu=int(self.timeout) + 5,
                               fsize=self.max_output * 4) + cmd
 
+    def child_env(self):
+        """The one environment every compile and test starts from: an allow-list (ENV_KEEP), so
+        nothing else of the grader's (a token, MAKEFLAGS, SUBMISSIONS=, the seed, the hidden
+        tests' or the gradebook's paths) reaches a sandbox to be printed into feedback. PATH
+        keeps only folders outside the instructor's tree and the grader's output. What the
+        worker of a student's library then gets is tut_remote's allow-list, a subset."""
+        secret = [os.path.realpath(x) for x in (REPO, self.out, self.hidden) if x]
+        env = {k: v for k, v in os.environ.items()
+               if k in ENV_KEEP or k.startswith(("LC_",)) and k not in ("LC_TERMINAL",)}
+        env["PATH"] = os.pathsep.join(
+            d for d in os.environ.get("PATH", os.defpath).split(os.pathsep)
+            if d and not any(os.path.realpath(d) == x or os.path.realpath(d).startswith(x + "/")
+                             for x in secret))
+        env.setdefault("LANG", "C.UTF-8")
+        return env
+
     @staticmethod
     def results_dir(ws):
-        """Where a submission's test results and logs go: beside its workspace, so that no
-        later test's sandbox (which sees the workspace) reads an earlier one's output."""
-        d = ws.parent / f"{ws.name}.results"
+        """Where a submission's test results and logs go: beside its workspace (WORK/tree), in
+        WORK/results, so that no later test's sandbox (which sees the workspace) reads an
+        earlier one's output. Both names are fixed: no student's name can be another's results
+        folder."""
+        d = ws.parent / "results"
         d.mkdir(parents=True, exist_ok=True)
         return d
 
     # -- the workspace: a copy of the instructor's chapter with the student's exercise files --
     def workspace(self, chapters, files, ws):
         notes = []
-        for old in (ws, ws.parent / f"{ws.name}.results"):
+        for old in (ws, ws.parent / "results"):
             if old.exists():
                 shutil.rmtree(old)
         shutil.copytree(REPO / "common", ws / "common",
@@ -459,7 +571,7 @@ class Grader:
                             ignore=shutil.ignore_patterns("__pycache__"))
             for name in exercise_files(ch):
                 src = find_source(files, ch, name) if files is not None else None
-                data = files[src]() if src else None
+                data = files[src] if src else None
                 if data is None or len(data) > MAX_SOURCE:
                     notes.append(f"chapters/{ch}/{name} was not found in the submission"
                                  + (" (or is larger than 1 MiB)" if src else "")
@@ -481,8 +593,7 @@ class Grader:
         return taken, notes
 
     def _run_tool(self, cmd, ws, log):
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TUT_", "CUEMU_"))}
-        rc, why = run_limited(self.boxed(cmd, ws, rw=[ws / "build"]), ws, env, 300, 1 << 20,
+        rc, why = run_limited(self.boxed(cmd, ws, rw=[ws / "build"]), ws, self.child_env(), 300, 1 << 20,
                               log)
         return rc == 0, why
 
@@ -592,7 +703,7 @@ class Grader:
             notes.append(f"graded {SANDBOX_WORDS[self.mode]}"
                          + (f" (no sandbox can be made here: {why})" if why else
                             " (SANDBOX=none)" if self.mode == "none" else ""))
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TUT_", "CUEMU_"))}
+        env = self.child_env()
         env.update(TUT_BACKEND=self.backend, TUT_TREE="chapters", TUT_BUILD=str(ws / "build"),
                    PYTHONDONTWRITEBYTECODE="1")
         if self.hidden:
@@ -659,8 +770,7 @@ class Grader:
                   "past_deadline": bool(self.deadline and now > self.deadline)}
         late(result, submitted, self.deadline, getattr(self, "penalty", 0.0))
         if not self.keep:
-            shutil.rmtree(ws, ignore_errors=True)
-            shutil.rmtree(self.results_dir(ws), ignore_errors=True)
+            shutil.rmtree(ws.parent, ignore_errors=True)
         return result
 
     def run_test(self, ws, chapter, test_id, env, entry):
@@ -746,6 +856,11 @@ def late(result, submitted, deadline, penalty):
     result["submitted"] = submitted.isoformat(timespec="seconds") if submitted else ""
     result["days_late"], result["penalty"] = 0, 0
     result["final"] = result["score"]
+    if deadline and not submitted:
+        result["notes"].append("no submission time was given for this submission (the "
+                               "platform's, or a ROSTER= with a `submitted` column): no late "
+                               "penalty applied; file times are not used, the submitter sets "
+                               "them")
     if submitted and deadline and submitted > deadline:
         days = math.ceil((submitted - deadline).total_seconds() / 86400)
         cut = min(result["score"], round(result["max_score"] * penalty / 100 * days, 2))
@@ -770,6 +885,9 @@ def by_exercise(result):
 
 
 def write_reports(result, out):
+    """Every report of one submission, from its result with every string cleaned (no control
+    characters or terminal escapes, whichever field the student's text reached)."""
+    result = reports.clean_all(result)
     out.mkdir(parents=True, exist_ok=True)
     (out / "score.json").write_text(json.dumps(result, indent=1) + "\n")
     (out / "results.json").write_text(json.dumps(reports.gradescope(result), indent=1) + "\n")
@@ -782,7 +900,7 @@ PLATFORMS = {"gradescope": reports.gradescope, "prairielearn": reports.prairiele
 
 
 def write_platform(result, platform, path):
-    data = PLATFORMS[platform](result)
+    data = PLATFORMS[platform](reports.clean_all(result))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1) + "\n")
 
@@ -822,20 +940,6 @@ def read_roster(path):
                      "submitted": parse_time(when, f"{path}:{i} submitted") if when.strip()
                      else None}
     return out
-
-
-def submission_time(path, files):
-    """When it was handed in, as the file system says: an archive's time, or the newest of a
-    folder's files."""
-    try:
-        if path.is_dir():
-            stamps = [(path / p).stat().st_mtime for p in files.values() if p]
-            stamp = max(stamps) if stamps else path.stat().st_mtime
-        else:
-            stamp = path.stat().st_mtime
-    except OSError:
-        return None
-    return datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc).replace(microsecond=0)
 
 
 # ---- main ----------------------------------------------------------------------------------------
@@ -917,12 +1021,12 @@ def grade_one(grader, args):
     def progress(t):   # a line per test: grading a chapter takes a while
         print(f"  {t['id']:<14} {reports.MARK.get(t['status'], t['status'])} "
               f"({t['seconds']:.1f} s)", flush=True)
-    result = grader.grade(name, submission_files(sub), args.out / "work", submitted, progress)
+    result = grade_safely(grader, name, sub, args.out / "work", submitted, progress)
     print()
     write_reports(result, args.out)
     for platform, path in args.platform:
         write_platform(result, platform, path)
-    print(reports.feedback(result), end="")
+    print(reports.feedback(reports.clean_all(result)), end="")
     for f in ("score.json", "results.json", "junit.xml", "feedback.txt"):
         print(f"wrote {args.out / f}")
     for platform, path in args.platform:
@@ -957,6 +1061,45 @@ def regrade_seed(args, seed):
     return recorded["seed"]
 
 
+def grade_safely(grader, name, path, work, submitted, progress=None):
+    """Grade one submission whatever it holds: an archive that cannot be read, or anything in
+    it that makes the grader itself fail, becomes this student's result with the reason (and
+    no points), never an end of the class's run. GradeError (the grader's own setup) stops."""
+    note = ""
+    try:
+        files = submission_files(path)
+    except Unreadable as e:
+        files, note = {}, str(e)
+    try:
+        r = grader.grade(name, files, work / "tree", submitted, progress)
+    except GradeError:
+        raise
+    except Exception as e:   # a bug of the grader's that this submission found: tell, go on
+        print(f"grader error on {name}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+        note = (f"the grader failed on this submission ({type(e).__name__}: {e}): graded as "
+                f"nothing handed in; your instructor has the details")
+        r = grader.grade(name, {}, work / "tree", submitted, progress)
+    if note:
+        r["notes"].insert(0, note)
+    return r
+
+
+def class_names(subs):
+    """{student name: path}: the submission's file name without its extension, made safe for
+    a file name. Two that meet (alice/ and alice.zip) keep their extensions (alice.zip), then a
+    number: each is still graded, its name in the gradebook says which it was."""
+    names = {}
+    for s in subs:
+        n = safe_name(student_name(s))
+        if n in names:
+            n = safe_name(s.name)
+            i = 2
+            while n in names:
+                n, i = f"{safe_name(s.name)}~{i}", i + 1
+        names[n] = s
+    return names
+
+
 def grade_all(grader, args):
     if not args.all.is_dir():
         raise GradeError(f"SUBMISSIONS={args.all} is not a directory")
@@ -964,12 +1107,7 @@ def grade_all(grader, args):
         p.is_dir() or p.name.lower().endswith(ARCHIVES)))
     if not subs:
         raise GradeError(f"no submissions (folders or {', '.join(ARCHIVES)}) in {args.all}")
-    names = {}
-    for s in subs:
-        n = safe_name(student_name(s))
-        if n in names:
-            raise GradeError(f"{s.name} and {names[n].name} are the same student ({n})")
-        names[n] = s
+    names = class_names(subs)
     roster = read_roster(args.roster) if args.roster else {}
     run = {"chapters": grader.chapters, "backend": grader.backend, "hidden": grader.hidden,
            "hidden_sha256": hidden_digest(grader.hidden), "seed": grader.seed,
@@ -1002,42 +1140,55 @@ def grade_all(grader, args):
     print(f"grading {len(todo)} submission(s) of chapter(s) {', '.join(grader.chapters)} on "
           f"the {grader.backend} backend, {args.jobs} at a time, seed {grader.seed}, "
           f"{SANDBOX_WORDS[grader.mode]}", flush=True)
+    if grader.deadline and not roster:
+        print("note: DEADLINE without a ROSTER= giving each submission's time: no late penalty "
+              "can be applied (file times are the submitter's to set, so they are not used)",
+              flush=True)
     started, done = time.monotonic(), 0
 
     def one(name):
-        try:
-            files = submission_files(names[name])
-        except (ValueError, OSError, tarfile.TarError, zipfile.BadZipFile) as e:
-            files = {}
-            note = f"the submission could not be read: {e}"
-        else:
-            note = ""
-        taken_paths = {}
+        # the time the platform or the instructor recorded, never a file's (the submitter's)
         submitted = (roster.get(name) or {}).get("submitted")
-        r = grader.grade(name, files, args.out / "work" / name, None)
-        if submitted is None:
-            taken_paths = r["files"]
-            submitted = submission_time(names[name], taken_paths)
-        late(r, submitted, grader.deadline, grader.penalty)
-        if note:
-            r["notes"].insert(0, note)
+        r = grade_safely(grader, name, names[name], args.out / "work" / name, submitted)
+        if safe_name(student_name(names[name])) != name:
+            r["notes"].insert(0, f"another submission has the name "
+                                 f"{safe_name(student_name(names[name]))}: this one "
+                                 f"({names[name].name}) is graded as {name}")
         write_reports(r, args.out / "results" / name)
         return r
 
+    failure = None
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {pool.submit(one, n): n for n in todo}
         for fut in concurrent.futures.as_completed(futures):
-            r = fut.result()
+            try:
+                r = fut.result()
+            except GradeError as e:   # the grader's setup: every later one would fail alike
+                failure = failure or e
+                for f in futures:
+                    f.cancel()
+                continue
             done += 1
             print(f"[{done}/{len(todo)}] {r['student']}: {r['score']}/{r['max_score']} "
                   f"({r['seconds']} s)", flush=True)
     run_file.write_text(json.dumps(run, indent=1) + "\n")
-    book = write_gradebook(args.out, roster)
+    book = write_gradebook(args.out, roster)   # always, with every row graded so far
+    if failure:
+        raise GradeError(f"{failure}\n(the gradebook {book} has the {done} submission(s) graded "
+                         f"before this)")
     took = time.monotonic() - started
     print(f"graded {len(todo)} submission(s) in {took:.0f} s of wall time ({args.jobs} at a "
           f"time)\nwrote {book}\nwrote {args.out / 'feedback'}/<student>.txt and "
           f"{args.out / 'results'}/<student>/{{score.json,results.json,junit.xml}}")
     return 0
+
+
+class _CellWriter:
+    def __init__(self, writer):
+        self.writer = writer
+
+    def writerow(self, row):
+        self.writer.writerow([reports.cell(c) for c in row])
 
 
 def write_gradebook(out, roster):
@@ -1046,7 +1197,7 @@ def write_gradebook(out, roster):
     results = {}
     for f in sorted((out / "results").glob("*/score.json")):
         r = json.loads(f.read_text())
-        results[f.parent.name] = r
+        results[f.parent.name] = reports.clean_all(r)
     fb_dir = out / "feedback"
     fb_dir.mkdir(parents=True, exist_ok=True)
     columns = []
@@ -1060,7 +1211,8 @@ def write_gradebook(out, roster):
     with_id = bool(roster)
     tmp = book.with_suffix(".csv.part")
     with open(tmp, "w", newline="") as f:
-        w = csv.writer(f)
+        # every cell as text a spreadsheet will not run (reports.cell)
+        w = _CellWriter(csv.writer(f))
         w.writerow(["student"] + (["student_id"] if with_id else []) + columns
                    + ["total", "max", "submitted", "days_late", "penalty", "final", "sandbox"])
         w.writerow(["(max)"] + ([""] if with_id else []) +
