@@ -7,7 +7,10 @@
 
 Uses build/classroom-tests/ for its scratch files.
 """
+import bz2
 import csv
+import datetime
+import io
 import json
 import os
 import re
@@ -421,6 +424,27 @@ __attribute__((constructor)) static void tut_forge(void)
 '''
 
 
+ENV_SPY = r"""    extern char **environ;
+    fputs("env-dump\n", stderr);
+    for (char **e = environ; *e; ++e)
+        if (!strncmp(*e, "GRADER", 6) || !strncmp(*e, "MAKE", 4) || strstr(*e, "SUBMISSIONS")
+                || !strncmp(*e, "ROSTER", 6) || strstr(*e, "token"))
+            fprintf(stderr, "%s\n", *e);
+    abort();
+"""
+
+
+class _Zeros(io.RawIOBase):
+    def __init__(self, n):
+        self.left = n
+
+    def readinto(self, b):
+        k = min(len(b), self.left)
+        b[:k] = bytes(k)
+        self.left -= k
+        return k
+
+
 def region_body(text, ex_id):
     m = re.search(rf"// @solution {re.escape(ex_id)}:[^\n]*\n(.*?)\s*// @stub", text, re.S)
     return m.group(1)
@@ -498,8 +522,10 @@ class Grading(unittest.TestCase):
                         z.write(f, Path("repo") / f.relative_to(d))
             shutil.rmtree(d)
         # crashes in 01.3 (a host function), after printing escapes and control characters
+        # (U+009B, the one-character CSI, written as UTF-8; and a right-to-left override)
         folder("crash", replace_region(sol, "01.3", '    fputs("\\x1b[31mred\\x1b[0m \\x01\\x02 '
-                                       'bell\\x07", stderr);\n    abort();\n'))
+                                       'bell\\x07 \\xc2\\x9b" "31mcsi \\xe2\\x80\\xae'
+                                       'rlo", stderr);\n    abort();\n'))
         # hangs in 01.3 and loops forever in 01.5's kernel
         spin = "    volatile int spin = 1;\n    while (spin) {}\n"
         d = folder("hang", replace_region(replace_region(sol, "01.3", spin), "01.5", spin))
@@ -530,6 +556,27 @@ class Grading(unittest.TestCase):
                                    '\\"\\n.previous");\n'))
         # forge the verdict: a PASS result file, a patched harness
         folder("forger", touched_stub() + FORGE)
+        # every archive problem, a name meant to clash, a formula: each one student's row
+        with zipfile.ZipFile(subs / "badcrc.zip", "w") as z:   # stored: the bytes are as is
+            z.writestr(f"chapters/{CH}/{CU}", sol)
+        data = bytearray((subs / "badcrc.zip").read_bytes())
+        data[data.find(b"__global__")] ^= 1
+        (subs / "badcrc.zip").write_bytes(data)
+        packed = io.BytesIO()
+        with tarfile.open(fileobj=packed, mode="w:gz") as t:
+            t.add(REPO / "solutions" / CH / CU, arcname=CU)
+        (subs / "truncated.tar.gz").write_bytes(packed.getvalue()[:len(packed.getvalue()) // 2])
+        # 1 GiB of zeros in a few hundred bytes: bounded by what it unpacks to, not what it says
+        with bz2.open(subs / "bomb.tar.bz2", "wb") as f, tarfile.open(fileobj=f, mode="w|") as t:
+            info = tarfile.TarInfo(CU)
+            info.size = 1 << 30
+            t.addfile(info, _Zeros(info.size))
+        (subs / "@SUM(1+1).zip").write_bytes(b"not a zip")   # a formula in the gradebook
+        folder("good.results", sol)   # the name good's results once had
+        # the grader's environment printed into the feedback (a planted token, make's command
+        # line, the seed's and the gradebook's paths)
+        folder("envspy", "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+               + replace_region(sol, "01.3", ENV_SPY))
         # what the gradebook finds from an earlier run must not mix with this one
         stale = cls.out / "results" / "ghost"
         stale.mkdir(parents=True)
@@ -547,6 +594,11 @@ class Grading(unittest.TestCase):
             for n in names:
                 w.writerow([n, f"id-{n}", "2026-12-02T12:00:00+00:00" if n == "crash"
                             else "2026-11-30T10:00:00+00:00"])
+            # no time on the roster: its files' times (the submitter's) must not count
+            w.writerow(["envspy", "=HYPERLINK(1)", ""])
+        late_stamp = datetime.datetime(2026, 12, 20, tzinfo=datetime.timezone.utc).timestamp()
+        for f in [subs / "envspy", *(subs / "envspy").rglob("*")]:
+            os.utime(f, (late_stamp, late_stamp))
         cls.roster = roster
         # TIMEOUT: the hang spins a core until it runs out (01.3; 01.5 until the watchdog at
         # half of it), so short, yet many times what chapter 01's tests take on a busy machine
@@ -555,7 +607,8 @@ class Grading(unittest.TestCase):
                     "SEED=7", f"BUILD={cls.dir / 'build'}", "BACKEND=cpu",
                     f"PYTHON={sys.executable}", f"ROSTER={roster}",
                     f"DEADLINE={cls.deadline}", "PENALTY=10"]
-        cls.proc = run(cls.make)
+        cls.proc = run(cls.make, env=dict(os.environ, GRADER_TOKEN=f"grader-token-{cls.token}",
+                                          MAKEFLAGS=f"--no-print-directory mk-{cls.token}"))
         cls.connections = 0
         while True:
             try:
@@ -615,6 +668,45 @@ class Grading(unittest.TestCase):
         self.assertFalse((self.out / "feedback" / "ghost.txt").exists())
         # the compile cache does not outlive the run
         self.assertEqual(list(self.out.glob("cache-*")), [])
+
+    def test_one_bad_submission_never_stops_the_class(self):
+        for name, why in (("badcrc", "Bad CRC-32"), ("truncated", "could not be unpacked"),
+                          ("bomb", "unpacks to more than 64 MiB"),
+                          ("@SUM_1_1", "could not be unpacked")):
+            # (a formula's row starts with an apostrophe: see the next test)
+            row = self.book.get(name) or self.book["'" + name]
+            self.assertEqual(row["total"], "0", name)
+            self.assertIn(why, self.feedback(name), name)
+        # a name like another's results folder is graded as itself, and good is still good
+        self.assertEqual(self.book["good.results"]["total"], "10", self.feedback("good.results"))
+        self.assertEqual(self.book["good"]["total"], "10", self.feedback("good"))
+
+    def test_late_policy_never_from_file_times(self):
+        # envspy's files say 2026-12-20, weeks late; the roster gives no time: no penalty, and
+        # the feedback says why
+        self.assertEqual((self.book["envspy"]["submitted"], self.book["envspy"]["days_late"],
+                          self.book["envspy"]["penalty"]), ("", "0", "0"))
+        self.assertIn("file times are not used", self.feedback("envspy"))
+
+    def test_reports_are_clean_of_controls_and_formulas(self):
+        text = self.everything_of("crash")
+        self.assertIn("csi", text)   # what came around the controls is there...
+        for c in ("\x1b", "\x9b", "\x01", "\x07", "\u202e"):   # ...the controls are not
+            self.assertNotIn(c, text, repr(c))
+        raw = (self.out / "gradebook.csv").read_text()
+        self.assertIn("\n'@SUM_1_1,", raw)
+        self.assertIn(",'=HYPERLINK(1),", raw)
+        for line in raw.splitlines():
+            for c in next(csv.reader([line])):
+                self.assertFalse(c.startswith(("=", "+", "-", "@", "\t", "\r")), line)
+
+    def test_the_graders_environment_stays_out(self):
+        fb = self.feedback("envspy")
+        self.assertIn("env-dump", fb)   # the code ran, and printed what it found
+        for secret in (f"grader-token-{self.token}", f"mk-{self.token}",
+                       str(self.dir / "submissions"), "SUBMISSIONS=", "MAKEFLAGS=",
+                       f"ROSTER={self.roster}", "MAKELEVEL="):
+            self.assertNotIn(secret, self.everything_of("envspy"), secret)
 
     def test_tampering_changes_nothing(self):
         self.assertEqual(self.book["tampered_solution"]["total"], "10")
