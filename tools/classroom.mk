@@ -26,7 +26,10 @@ PENALTY     ?=
 PLATFORM    ?=
 # a chapter given on the command line (CH has a default for `make run`)
 CH_GIVEN     = $(if $(filter command line,$(origin CH)),$(CH))
-GRADE_ARGS   = --backend $(B) $(if $(CH_GIVEN),--chapters $(CH_GIVEN)) \
+# Grading runs on the cpu backend (the emulator) unless told BACKEND=gpu, a GPU host included:
+# only there does the worker/checker split hold (docs/instructor.md, "Grading on a GPU")
+GRADE_B      = $(if $(filter auto,$(BACKEND)),cpu,$(B))
+GRADE_ARGS   = --backend $(GRADE_B) $(if $(CH_GIVEN),--chapters $(CH_GIVEN)) \
 	$(if $(HIDDEN),--hidden $(HIDDEN)) --timeout $(TIMEOUT) $(if $(SEED),--seed $(SEED)) \
 	$(if $(filter none,$(SANDBOX)),--sandbox none) \
 	$(if $(filter 0 off,$(ISOLATE)),--isolate off,$(if $(filter 1 on,$(ISOLATE)),--isolate on)) \

@@ -480,6 +480,10 @@ class Grader:
         if isolate == "on" and not has_proxy:
             raise GradeError("ISOLATE=1 but this tree has no common/tut_remote.py (the worker "
                              "that runs a student's library apart from the checker)")
+        if isolate == "on" and self.backend != "cpu":
+            raise GradeError("ISOLATE=1 needs BACKEND=cpu: the worker/checker split shares host "
+                             "memory, and CUDA's pinned and managed memory cannot be shared "
+                             "with a second process")
         if isolate == "off" or not has_proxy or self.backend != "cpu":
             return "in-process"
         return "isolated"
@@ -593,9 +597,21 @@ class Grader:
         return taken, notes
 
     def _run_tool(self, cmd, ws, log):
-        rc, why = run_limited(self.boxed(cmd, ws, rw=[ws / "build"]), ws, self.child_env(), 300, 1 << 20,
-                              log)
+        rc, why = run_limited(self.boxed(cmd, ws, rw=[ws / "build"]), ws, self.child_env(),
+                              300, 1 << 20, log)
+        self._sandbox_failed(rc, log)
         return rc == 0, why
+
+    def _sandbox_failed(self, rc, log):
+        """A sandbox that could not be made is the grader's problem, said as such (not as a
+        file that does not compile): grading stops with the sandbox's own words. Compiles
+        only: a test's output is the student's to choose, and could mimic these words."""
+        if self.mode == "none" or rc != sandbox.SETUP_FAILED:
+            return
+        first = tail(log, 2000).lstrip(".\n").splitlines()[:1]
+        if first and first[0].startswith("sandbox: "):
+            raise GradeError(f"{first[0]}\n(tools/sandbox.py on this machine, for the "
+                             f"{self.backend} backend; SANDBOX=none grades without one)")
 
     def _compile(self, ws, chapter, name):
         """An object for chapters/<chapter>/<name> in the workspace; cached by content."""
@@ -702,7 +718,9 @@ class Grader:
             why = getattr(self, "sandbox_missing", "")
             notes.append(f"graded {SANDBOX_WORDS[self.mode]}"
                          + (f" (no sandbox can be made here: {why})" if why else
-                            " (SANDBOX=none)" if self.mode == "none" else ""))
+                            " (SANDBOX=none)" if self.mode == "none" else
+                            " (BACKEND=gpu: the split is the cpu backend's)"
+                            if self.backend != "cpu" else ""))
         env = self.child_env()
         env.update(TUT_BACKEND=self.backend, TUT_TREE="chapters", TUT_BUILD=str(ws / "build"),
                    PYTHONDONTWRITEBYTECODE="1")
