@@ -941,6 +941,40 @@ class Platforms(unittest.TestCase):
         self.assertEqual(vis["01.2+big-prime"], "after_due_date")
         self.assertLess(self.peak, 768 << 20, f"peak resident memory {self.peak >> 20} MiB")
 
+    def test_without_cap_sys_admin_a_constructor_cheat_scores_0(self):
+        """Gradescope and PrairieLearn run graders in Docker as root without CAP_SYS_ADMIN: no
+        namespace can be made. Their entry points, run so, must still keep the student's
+        library out of the process that writes the verdict: the forger (a constructor that
+        writes a PASS row and exits) scores 0, an honest solution every point."""
+        if os.geteuid() != 0 or not shutil.which("setpriv"):
+            self.skipTest("needs root and setpriv (util-linux), as the platforms run it")
+        nocap = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin", "--"]
+        probe = run(nocap + ["sh", "-c", "grep CapBnd /proc/self/status"])
+        self.assertEqual(probe.returncode, 0, probe.stderr)
+        self.assertFalse(int(probe.stdout.split()[1], 16) & (1 << 21), probe.stdout)
+        env = dict(os.environ, PYTHON=sys.executable)
+        for name, text, want_gs, want_pl in (("forger", touched_stub() + FORGE, 0, 0.0),
+                                             ("honest", solution(), 10, 1.0)):
+            # Gradescope: /autograder/{source,submission,results} and submission_metadata.json
+            gs = self.dir / f"nocap-{name}"
+            (gs / "submission").mkdir(parents=True)
+            (gs / "source").symlink_to(self.root / "source")
+            (gs / "submission" / CU).write_text(text)
+            r = run(nocap + [str(gs / "source" / "run_autograder")],
+                    env=dict(env, AUTOGRADER_ROOT=str(gs)))
+            res = json.loads((gs / "results" / "results.json").read_text())
+            self.assertEqual(res["score"], want_gs, f"{name}: {res}\n{r.stdout}{r.stderr}")
+            # PrairieLearn: /grade/{student,results}, run.sh beside the course
+            pl = self.dir / f"nocap-pl-{name}"
+            (pl / "student").mkdir(parents=True)
+            (pl / "student" / CU).write_text(text)
+            shutil.copy2(REPO / "tools" / "platforms" / "prairielearn" / "run.sh",
+                         self.root / "source" / "run.sh")
+            r = run(nocap + [str(self.root / "source" / "run.sh")],
+                    env=dict(env, GRADE_ROOT=str(pl)))
+            res = json.loads((pl / "results" / "results.json").read_text())
+            self.assertEqual(res.get("score"), want_pl, f"{name}: {res}\n{r.stdout}{r.stderr}")
+
     def test_prairielearn_and_classroom50_results(self):
         sub = self.dir / "carol"
         sub.mkdir()

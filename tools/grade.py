@@ -76,6 +76,36 @@ ENV_KEEP = {"PATH", "LANG", "LANGUAGE", "TZ", "OPENBLAS_NUM_THREADS", "OMP_NUM_T
             "CUDA_VISIBLE_DEVICES"}
 
 
+# what _check_gpu runs in a sandbox: the driver's own first call, and a context
+GPU_CHECK = ("import ctypes, sys\n"
+             "cu = ctypes.CDLL('libcuda.so.1')\n"
+             "rc = cu.cuInit(0)\n"
+             "n = ctypes.c_int(0)\n"
+             "rc = rc or cu.cuDeviceGetCount(ctypes.byref(n))\n"
+             "print(f'cuInit/cuDeviceGetCount: CUresult {rc}, {n.value} device(s)')\n"
+             "sys.exit(0 if rc == 0 and n.value else 1)\n")
+
+
+def system_submounts():
+    """Mount points inside the system's library folders (/usr, /lib...): a container's GPU
+    driver libraries are bound there file by file, and a sandbox that binds /usr does not
+    bring its submounts along; these are bound on their own (BACKEND=gpu)."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return []
+    out = set()
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 5:
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+        if any(point.startswith(d + "/") for d in sandbox.SYSTEM if d != "/etc") \
+                and os.path.exists(point):
+            out.add(point)
+    return sorted(out)
+
+
 class GradeError(Exception):
     """A problem with the grader's setup (not with a submission): grading stops."""
 
@@ -454,6 +484,8 @@ class Grader:
         self.python = python_with_numpy()
         self.mode = self._choose_mode(sandbox_mode, isolate)
         self.view = self._tool_paths() if self.mode != "none" else []
+        self.out.mkdir(parents=True, exist_ok=True)
+        self._check_gpu()
         # objects compiled in this run, by content; no sandbox sees this folder, and it goes
         # when the run ends, so nothing a submission did can reach a later run's build
         self.out.mkdir(parents=True, exist_ok=True)
@@ -521,7 +553,48 @@ class Grader:
                                             for k in keep + list(sandbox.SYSTEM)):
                 continue
             keep.append(real)
+        if self.backend == "gpu":
+            keep += [m for m in system_submounts() + self._driver_paths() if m not in keep
+                     and not any(m == x or m.startswith(x + "/") for x in secret)]
         return keep
+
+    def _driver_paths(self):
+        """The GPU driver's libraries as this machine loads them (libcuda and the libnvidia-*
+        it maps at cuInit): the files themselves inside the system folders, their folder
+        elsewhere (a driver under /opt, found through LD_LIBRARY_PATH)."""
+        run = subprocess.run([self.python, "-c", "import ctypes\n"
+                              "ctypes.CDLL('libcuda.so.1').cuInit(0)\n"
+                              "print(open('/proc/self/maps').read())"],
+                             capture_output=True, text=True, env=self.child_env())
+        out = set()
+        for line in run.stdout.splitlines():
+            path = line.split(None, 5)[5] if len(line.split(None, 5)) == 6 else ""
+            name = os.path.basename(path)
+            if not name.startswith(("libcuda.so", "libnvidia-")) or not os.path.exists(path):
+                continue
+            inside = any(path.startswith(d + "/") for d in sandbox.SYSTEM)
+            out.add(path if inside else os.path.dirname(path))
+        return sorted(out)
+
+    def _check_gpu(self):
+        """BACKEND=gpu: the sandbox must see a GPU CUDA can use, or every test would score 0
+        as skipped; that is the grader's setup, said once, before anyone is graded."""
+        if self.backend != "gpu" or self.mode == "none":
+            return
+        d = Path(tempfile.mkdtemp(prefix="gpu-check-", dir=self.out))
+        d.chmod(0o755)   # the sandbox's user starts in it (mkdtemp makes it 0700)
+        try:
+            log = d.parent / f"{d.name}.log"
+            rc, why = run_limited(self.boxed([self.python, "-c", GPU_CHECK], d), d,
+                                  self.child_env(), 60, 1 << 16, log)
+            out = tail(log, 2000)
+            log.unlink()
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+        if rc != 0:
+            raise GradeError(f"BACKEND=gpu, but in the sandbox CUDA finds no usable GPU "
+                             f"({why or out or f'exit status {rc}'}); grade with BACKEND=cpu, "
+                             f"or tell the course's maintainers what this machine is")
 
     def boxed(self, cmd, ws, rw=(), ro=(), hidden_env=False, extra_mem=0):
         """cmd wrapped in this grader's sandbox: the workspace read-only, rw writable."""
@@ -992,8 +1065,16 @@ def main(argv=None):
     p.add_argument("--platform", action="append", default=[], metavar="NAME=FILE",
                    help="also write that platform's result file: gradescope=, prairielearn=, "
                         "classroom50= (repeatable)")
+    p.add_argument("--slurm", type=int, metavar="N",
+                   help="--all: grade on a Slurm cluster, one array task per N submissions, "
+                        "then merge the results into one gradebook")
+    p.add_argument("--sbatch-args", default="",
+                   help="--slurm: more sbatch options (a partition, an account, a time limit)")
+    p.add_argument("--part", help=argparse.SUPPRESS)   # K/G: a Slurm task's group of a class
     args = p.parse_args(argv)
     args.out = args.out.resolve()
+    if (args.slurm or args.part) and not args.all:
+        p.error("--slurm goes with --all")
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     grader = None
     try:
@@ -1020,6 +1101,8 @@ def main(argv=None):
         grader.chapters = chapters_to_grade(args.chapters)
         if args.submission:
             return grade_one(grader, args)
+        if args.slurm:
+            return grade_slurm(grader, args)
         return grade_all(grader, args)
     except GradeError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -1127,6 +1210,16 @@ def grade_all(grader, args):
         raise GradeError(f"no submissions (folders or {', '.join(ARCHIVES)}) in {args.all}")
     names = class_names(subs)
     roster = read_roster(args.roster) if args.roster else {}
+    if args.part:   # a Slurm task: its group only, into the class's folders; no gradebook
+        k, g = (int(x) for x in args.part.split("/"))
+        group = part_of(list(names), k, g)
+        print(f"slurm task {k} of {g}: grading {', '.join(group)}", flush=True)
+        for name in group:
+            submitted = (roster.get(name) or {}).get("submitted")
+            r = grade_safely(grader, name, names[name], args.out / "work" / name, submitted)
+            write_reports(r, args.out / "results" / name)
+            print(f"{name}: {r['score']}/{r['max_score']} ({r['seconds']} s)", flush=True)
+        return 0
     run = {"chapters": grader.chapters, "backend": grader.backend, "hidden": grader.hidden,
            "hidden_sha256": hidden_digest(grader.hidden), "seed": grader.seed,
            "sandbox": grader.mode,
@@ -1207,6 +1300,95 @@ class _CellWriter:
 
     def writerow(self, row):
         self.writer.writerow([reports.cell(c) for c in row])
+
+
+def part_of(names, k, groups):
+    """The k-th of `groups` contiguous groups of the sorted names (as even as they go)."""
+    names = sorted(names)
+    size = -(-len(names) // groups)
+    return names[k * size:(k + 1) * size]
+
+
+def grade_slurm(grader, args):
+    """make grade-slurm: one Slurm array job, a task per group of args.slurm submissions, each
+    task `grade.py --all --part K/G` in the same sandbox as grade-all (--gres=gpu:1 on the gpu
+    backend); sbatch --wait returns when every task has ended, and the results, which every
+    task writes into the class's results/<student>/ on the shared file system, are merged into
+    one gradebook. A task that fails leaves its students' rows saying so."""
+    sbatch = shutil.which("sbatch")
+    if not sbatch:
+        raise GradeError("GROUP= grades on a Slurm cluster, and there is no sbatch here: run it "
+                         "on the cluster's login node")
+    if not args.all.is_dir():
+        raise GradeError(f"SUBMISSIONS={args.all} is not a directory")
+    subs = sorted(p for p in args.all.iterdir() if not p.name.startswith(".") and (
+        p.is_dir() or p.name.lower().endswith(ARCHIVES)))
+    if not subs:
+        raise GradeError(f"no submissions (folders or {', '.join(ARCHIVES)}) in {args.all}")
+    names = class_names(subs)
+    roster = read_roster(args.roster) if args.roster else {}
+    for old in ("results", "feedback", "work", "slurm", "gradebook.csv", "run.json"):
+        target = args.out / old
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+    groups = -(-len(names) // max(1, args.slurm))
+    slurm = args.out / "slurm"
+    slurm.mkdir(parents=True)
+    task = [sys.executable, str(Path(__file__).resolve()), "--all", str(args.all.resolve()),
+            "--out", str(args.out), "--seed", str(grader.seed), "--backend", grader.backend,
+            "--chapters", ",".join(grader.chapters), "--timeout", f"{args.timeout:g}",
+            "--max-output", str(args.max_output), "--sandbox", args.sandbox,
+            "--isolate", args.isolate, "--jobs", "1"]
+    for flag, value in (("--hidden", grader.hidden), ("--memory", args.memory),
+                        ("--roster", args.roster and args.roster.resolve()),
+                        ("--deadline", args.deadline), ("--penalty", args.penalty or None)):
+        if value:
+            task += [flag, str(value)]
+    script = slurm / "grade.sbatch"
+    script.write_text("#!/bin/sh\n# written by tools/grade.py --slurm: one task per group of "
+                      "submissions\nexec " + shlex.join(task) + ' --part "$SLURM_ARRAY_TASK_ID/'
+                      + str(groups) + '"\n')
+    cmd = [sbatch, "--wait", "--parsable", f"--array=0-{groups - 1}", "--job-name=grade",
+           f"--output={slurm}/%a.log", "--cpus-per-task=1", f"--chdir={REPO}"]
+    if grader.backend == "gpu":
+        cmd.append("--gres=gpu:1")
+    cmd += shlex.split(args.sbatch_args) + [str(script)]
+    print(f"grading {len(names)} submission(s) of chapter(s) {', '.join(grader.chapters)} on "
+          f"Slurm: {groups} array task(s) of up to {args.slurm}, the {grader.backend} backend, "
+          f"seed {grader.seed}, {SANDBOX_WORDS[grader.mode]}", flush=True)
+    started = time.monotonic()
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    print(f"sbatch: job {run.stdout.strip() or '?'} ended with exit status {run.returncode}"
+          + (f": {run.stderr.strip()}" if run.returncode else ""), flush=True)
+    if run.returncode and not (args.out / "results").exists():
+        raise GradeError(f"sbatch failed and no task graded anything:\n{run.stderr}"
+                         f"(logs in {slurm})")
+    for k in range(groups):
+        for name in part_of(list(names), k, groups):
+            if (args.out / "results" / name / "score.json").exists():
+                continue
+            r = {"student": name, "backend": grader.backend, "seed": grader.seed,
+                 "sandbox": grader.mode, "chapters": grader.chapters, "score": 0,
+                 "max_score": 0, "seconds": 0.0, "files": {}, "tests": [],
+                 "graded": datetime.datetime.now(datetime.timezone.utc)
+                 .isoformat(timespec="seconds"),
+                 "notes": [f"not graded: its Slurm task ({k} of {groups}) ended before "
+                           f"grading it; the instructor has the task's log (slurm/{k}.log)"]}
+            late(r, None, None, 0)
+            write_reports(r, args.out / "results" / name)
+    run_info = {"chapters": grader.chapters, "backend": grader.backend,
+                "hidden": grader.hidden, "hidden_sha256": hidden_digest(grader.hidden),
+                "seed": grader.seed, "sandbox": grader.mode,
+                "deadline": grader.deadline.isoformat() if grader.deadline else "",
+                "penalty": grader.penalty}
+    (args.out / "run.json").write_text(json.dumps(run_info, indent=1) + "\n")
+    book = write_gradebook(args.out, roster)
+    print(f"graded {len(names)} submission(s) on Slurm in {time.monotonic() - started:.0f} s "
+          f"of wall time\nwrote {book}\nwrote {args.out / 'feedback'}/<student>.txt and "
+          f"{args.out / 'results'}/<student>/ (task logs: {slurm}/<task>.log)")
+    return 0 if run.returncode == 0 else 1
 
 
 def write_gradebook(out, roster):
