@@ -8,6 +8,7 @@
 Uses build/classroom-tests/ for its scratch files.
 """
 import bz2
+import contextlib
 import csv
 import datetime
 import io
@@ -15,10 +16,12 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 import unittest
 import zipfile
@@ -1010,6 +1013,135 @@ class Platforms(unittest.TestCase):
             self.assertEqual(set(t), {"test-name", "passed", "score", "max-score"})
             self.assertIsInstance(t["passed"], bool)
             self.assertTrue(0 <= t["score"] <= t["max-score"])
+
+
+SLURM_CONF = """ClusterName=tut
+SlurmctldHost={host}(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket={d}/munge.sock
+CredType=cred/munge
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd.pid
+SlurmctldPort={ctld_port}
+SlurmdPort={slurmd_port}
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+ReturnToService=2
+MpiDefault=none
+JobCompType=jobcomp/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SlurmctldLogFile={d}/slurmctld.log
+SlurmdLogFile={d}/slurmd.log
+NodeName={host} NodeAddr=127.0.0.1 CPUs=2 State=UNKNOWN
+PartitionName=grade Nodes={host} Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Slurm(unittest.TestCase):
+    """make grade-slurm on a one-node Slurm cluster started here (munged, slurmctld, slurmd,
+    each with its own files in a scratch folder): two array tasks grade three submissions in
+    the sandbox, and one gradebook comes back, a broken archive's row included."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.why_not = ""
+        cls.pids = []
+        missing = [t for t in ("munged", "slurmctld", "slurmd", "sbatch", "sinfo")
+                   if not shutil.which(t)]
+        if missing:
+            cls.why_not = f"no {', '.join(missing)} (Debian: munge slurmctld slurmd slurm-client)"
+            return
+        if os.geteuid() != 0:
+            cls.why_not = "a test cluster's daemons run as root here"
+            return
+        d = cls.dir = scratch("slurm")
+        # short paths: a UNIX socket's path has a 108-byte limit
+        cls.run_dir = Path(tempfile.mkdtemp(prefix="tut-slurm-"))
+        r = cls.run_dir
+        (r / "state").mkdir()
+        (r / "spool").mkdir()
+        (r / "munge.key").write_bytes(os.urandom(1024))
+        (r / "munge.key").chmod(0o600)
+        host = socket.gethostname().split(".")[0]
+        (r / "slurm.conf").write_text(SLURM_CONF.format(
+            host=host, d=r, ctld_port=free_port(), slurmd_port=free_port()))
+        cls.env = dict(os.environ, SLURM_CONF=str(r / "slurm.conf"), PYTHON=sys.executable)
+        for cmd in (["munged", f"--socket={r}/munge.sock", f"--key-file={r}/munge.key",
+                     f"--pid-file={r}/munged.pid", f"--log-file={r}/munged.log",
+                     f"--seed-file={r}/munged.seed", "--force"],
+                    ["slurmctld", "-i"], ["slurmd"]):
+            started = run(cmd, env=cls.env)
+            if started.returncode:
+                cls.why_not = f"{cmd[0]} could not start: {started.stderr.strip()[-300:]}"
+                return
+        for name in ("munged", "slurmctld", "slurmd"):
+            try:
+                cls.pids.append(int((r / f"{name}.pid").read_text()))
+            except (OSError, ValueError):
+                pass
+        for _ in range(100):   # the node registers with the controller
+            info = run(["sinfo", "-h", "-o", "%t"], env=cls.env)
+            if info.stdout.strip() in ("idle", "mix"):
+                break
+            time.sleep(0.2)
+        else:
+            cls.why_not = f"the node did not come up: {info.stdout}{info.stderr}"
+            return
+        subs = d / "submissions"
+        for name, text in (("alice", solution()), ("bob", stub())):
+            (subs / name / "chapters" / CH).mkdir(parents=True)
+            (subs / name / "chapters" / CH / CU).write_text(text)
+        (subs / "carol.zip").write_bytes(b"PK not a zip")
+        cls.out = d / "grade-all"
+        # the tree's own build (its emulator is built already); only the gradebook goes apart
+        cls.proc = run(["make", "--no-print-directory", "-C", str(REPO), "grade-slurm",
+                        f"SUBMISSIONS={subs}", "CH=01", "GROUP=2", "TIMEOUT=30", "SEED=7",
+                        f"GRADE_OUT={cls.out}", "BACKEND=cpu", f"PYTHON={sys.executable}"]
+                       + ([f"BUILD={os.environ['TUT_BUILD']}"] if "TUT_BUILD" in os.environ
+                          else []), env=cls.env)
+
+    @classmethod
+    def tearDownClass(cls):
+        for pid in reversed(cls.pids):   # only the daemons this test started
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+        if getattr(cls, "run_dir", None):
+            shutil.rmtree(cls.run_dir, ignore_errors=True)
+
+    def setUp(self):
+        if self.why_not:
+            self.skipTest(self.why_not)
+        self.assertEqual(self.proc.returncode, 0, self.proc.stdout + self.proc.stderr)
+
+    def test_array_tasks_grade_into_one_gradebook(self):
+        with open(self.out / "gradebook.csv", newline="") as f:
+            rows = {r["student"]: r for r in csv.DictReader(f)}
+        self.assertEqual(rows["alice"]["total"], "9", self.proc.stdout)
+        self.assertEqual(rows["bob"]["total"], "0")
+        self.assertEqual(rows["carol"]["total"], "0")
+        self.assertIn("could not be unpacked", (self.out / "feedback" / "carol.txt").read_text())
+        self.assertEqual({r["sandbox"] for r in rows.values() if r["student"] != "(max)"},
+                         {"isolated" if isolated() else "in-process"})
+        # two tasks (GROUP=2 of 3), each graded its own group, through Slurm
+        logs = {p.name: p.read_text() for p in (self.out / "slurm").glob("*.log")}
+        self.assertEqual(sorted(logs), ["0.log", "1.log"], self.proc.stdout)
+        self.assertIn("slurm task 0 of 2: grading alice, bob", logs["0.log"])
+        self.assertIn("slurm task 1 of 2: grading carol", logs["1.log"])
+        self.assertEqual(json.loads((self.out / "run.json").read_text())["seed"], 7)
 
 
 def run_measured(cmd, env):
