@@ -1279,6 +1279,15 @@ def grade_all(grader, args):
                 for f in futures:
                     f.cancel()
                 continue
+            except concurrent.futures.CancelledError:
+                continue
+            except Exception as e:   # even grading it as empty failed: a row that says so
+                name = futures[fut]
+                print(f"grader error on {name}: {type(e).__name__}: {e}", file=sys.stderr)
+                r = failed_result(grader, name, f"not graded: the grader failed on this "
+                                                f"submission ({type(e).__name__}); your "
+                                                f"instructor has the details")
+                write_reports(r, args.out / "results" / name)
             done += 1
             print(f"[{done}/{len(todo)}] {r['student']}: {r['score']}/{r['max_score']} "
                   f"({r['seconds']} s)", flush=True)
@@ -1300,6 +1309,16 @@ class _CellWriter:
 
     def writerow(self, row):
         self.writer.writerow([reports.cell(c) for c in row])
+
+
+def failed_result(grader, name, note):
+    """The row of a submission the grader could not grade at all: 0 points, and why."""
+    r = {"student": name, "backend": grader.backend, "seed": grader.seed,
+         "sandbox": grader.mode, "chapters": grader.chapters, "score": 0, "max_score": 0,
+         "seconds": 0.0, "files": {}, "tests": [], "notes": [note],
+         "graded": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    late(r, None, None, 0)
+    return r
 
 
 def part_of(names, k, groups):
@@ -1369,15 +1388,9 @@ def grade_slurm(grader, args):
         for name in part_of(list(names), k, groups):
             if (args.out / "results" / name / "score.json").exists():
                 continue
-            r = {"student": name, "backend": grader.backend, "seed": grader.seed,
-                 "sandbox": grader.mode, "chapters": grader.chapters, "score": 0,
-                 "max_score": 0, "seconds": 0.0, "files": {}, "tests": [],
-                 "graded": datetime.datetime.now(datetime.timezone.utc)
-                 .isoformat(timespec="seconds"),
-                 "notes": [f"not graded: its Slurm task ({k} of {groups}) ended before "
-                           f"grading it; the instructor has the task's log (slurm/{k}.log)"]}
-            late(r, None, None, 0)
-            write_reports(r, args.out / "results" / name)
+            write_reports(failed_result(grader, name, (
+                f"not graded: its Slurm task ({k} of {groups}) ended before grading it; the "
+                f"instructor has the task's log (slurm/{k}.log)")), args.out / "results" / name)
     run_info = {"chapters": grader.chapters, "backend": grader.backend,
                 "hidden": grader.hidden, "hidden_sha256": hidden_digest(grader.hidden),
                 "seed": grader.seed, "sandbox": grader.mode,
@@ -1406,7 +1419,8 @@ def write_gradebook(out, roster):
             if ex not in columns:
                 columns.append(ex)
     columns.sort(key=lambda e: [int(x) for x in e.split(".")])
-    maxima = by_exercise(next(iter(results.values()))) if results else {}
+    # the maxima from a submission that was graded (a row the grader could not grade has none)
+    maxima = by_exercise(max(results.values(), key=lambda r: r["max_score"])) if results else {}
     book = out / "gradebook.csv"
     with_id = bool(roster)
     tmp = book.with_suffix(".csv.part")
