@@ -19,6 +19,14 @@ otherwise the whole test runs inside the sandbox ("in-process"), and the reports
 
     python3 tools/grade.py --submission DIR|ARCHIVE --out DIR [--chapters 01] [--hidden DIR]
     python3 tools/grade.py --all SUBMISSIONS_DIR --out DIR [--jobs N] [--only NAMES] [...]
+    python3 tools/grade.py --all SUBMISSIONS_DIR --out DIR --slurm N [--sbatch-args ...] [...]
+
+A class is graded whatever its submissions hold: an archive that is corrupt, too big or too slow
+to unpack, a name that clashes, a crash of the grader itself: each is that student's row with
+the reason, and the gradebook is always written. Late penalties come from the time the platform
+or the roster gives, never from file times. Every report is cleaned of control characters, and
+no gradebook cell starts as a spreadsheet formula. --slurm N: one Slurm array task per N
+submissions (`make grade-slurm`), merged into one gradebook.
 
 Writes, per submission: score.json (points per exercise and test), results.json (Gradescope's
 format), junit.xml and feedback.txt (the failure messages `make check` prints); with --all also
