@@ -13,6 +13,7 @@ import csv
 import datetime
 import io
 import json
+import lzma
 import os
 import re
 import shutil
@@ -437,15 +438,15 @@ ENV_SPY = r"""    extern char **environ;
 """
 
 
-class _Zeros(io.RawIOBase):
-    def __init__(self, n):
-        self.left = n
-
-    def readinto(self, b):
-        k = min(len(b), self.left)
-        b[:k] = bytes(k)
-        self.left -= k
-        return k
+def bomb(compress, claimed):
+    """An archive of one tar member that claims `claimed` bytes of zeros, made in a moment: one
+    compressed stream of 8 MiB of zeros repeated (bz2, gzip and xz readers go on through
+    concatenated streams), so the file is a few kilobytes."""
+    info = tarfile.TarInfo(CU)
+    info.size = claimed
+    chunk = 8 << 20
+    head = info.tobuf(format=tarfile.GNU_FORMAT)   # sizes past 8 GiB
+    return compress(head + bytes(chunk - len(head))) + compress(bytes(chunk)) * (claimed // chunk)
 
 
 def region_body(text, ex_id):
@@ -570,10 +571,7 @@ class Grading(unittest.TestCase):
             t.add(REPO / "solutions" / CH / CU, arcname=CU)
         (subs / "truncated.tar.gz").write_bytes(packed.getvalue()[:len(packed.getvalue()) // 2])
         # 1 GiB of zeros in a few hundred bytes: bounded by what it unpacks to, not what it says
-        with bz2.open(subs / "bomb.tar.bz2", "wb") as f, tarfile.open(fileobj=f, mode="w|") as t:
-            info = tarfile.TarInfo(CU)
-            info.size = 1 << 30
-            t.addfile(info, _Zeros(info.size))
+        (subs / "bomb.tar.bz2").write_bytes(bomb(bz2.compress, 1 << 30))
         (subs / "@SUM(1+1).zip").write_bytes(b"not a zip")   # a formula in the gradebook
         folder("good.results", sol)   # the name good's results once had
         # the grader's environment printed into the feedback (a planted token, make's command
@@ -1013,6 +1011,60 @@ class Platforms(unittest.TestCase):
             self.assertEqual(set(t), {"test-name", "passed", "score", "max-score"})
             self.assertIsInstance(t["passed"], bool)
             self.assertTrue(0 <= t["score"] <= t["max-score"])
+
+
+class Unpack(unittest.TestCase):
+    """tools/grade.py's reading of archives and tools/reports.py's cleaning, on their own (a
+    second, no grading): what Grading checks through a class run, at the edges."""
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, str(REPO / "tools"))
+        import grade
+        import reports
+        cls.grade, cls.reports = grade, reports
+        cls.dir = scratch("unpack")
+
+    def test_a_bomb_is_bounded_by_what_it_unpacks_to(self):
+        for ext, compress in ((".tar.xz", lzma.compress), (".tar.bz2", bz2.compress),
+                              (".tgz", __import__("gzip").compress)):
+            f = self.dir / f"bomb{ext}"
+            f.write_bytes(bomb(compress, 16 << 30))
+            started = time.monotonic()
+            with self.assertRaisesRegex(self.grade.Unreadable, "more than 64 MiB"):
+                self.grade.submission_files(f)
+            # bounded by 64 MiB of decompression, not 16 GiB (no timing assertion: a busy
+            # machine; the figure goes to the log)
+            print(f"{f.name} ({f.stat().st_size} bytes, claims 16 GiB): refused in "
+                  f"{time.monotonic() - started:.1f} s", file=sys.stderr)
+
+    def test_a_zip_with_many_entries_and_a_lying_size(self):
+        many = self.dir / "many.zip"
+        with zipfile.ZipFile(many, "w") as z:
+            for i in range(10_001):
+                z.writestr(f"f{i}", b"")
+        with self.assertRaisesRegex(self.grade.Unreadable, "entries"):
+            self.grade.submission_files(many)
+        lying = self.dir / "lying.zip"
+        with zipfile.ZipFile(lying, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr(CU, b"x" * 100_000)
+        data = bytearray(lying.read_bytes())
+        # the central directory's uncompressed size says 10 bytes: reading stops there, and the
+        # CRC of those 10 bytes fails
+        cd = data.rfind(b"PK\x01\x02")
+        data[cd + 24:cd + 28] = (10).to_bytes(4, "little")
+        lying.write_bytes(data)
+        with self.assertRaises(self.grade.Unreadable):
+            self.grade.submission_files(lying)
+
+    def test_clean_and_cell(self):
+        clean, cell = self.reports.clean, self.reports.cell
+        self.assertEqual(clean("a\x9b31mb\x1b[1mc\x9d0;t\x07d\u202ee\x85f\r\ng\th"),
+                         "abcdef\ng\th")
+        for formula in ("=1+1", "+1", "-1", "@SUM(A1)", "\t=1", "\r=1", "\uff1d1"):
+            self.assertTrue(str(cell(formula)).startswith("'"), formula)
+        self.assertEqual((cell(-2), cell(1.5), cell("alice")), (-2, 1.5, "alice"))
+        self.assertEqual(self.reports.clean_all({"k\x9b": ["\x1b[2Jx", 3]}), {"k": ["x", 3]})
 
 
 SLURM_CONF = """ClusterName=tut

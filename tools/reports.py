@@ -67,7 +67,8 @@ def cell(value):
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
     text = clean(value).replace("\n", " ").replace("\t", " ")
-    return "'" + text if text.startswith(_FORMULA) else text
+    # (after blanks too: a spreadsheet may drop them and then read a formula)
+    return "'" + text if text.lstrip().startswith(_FORMULA) else text
 
 
 def shown(test, result):
