@@ -672,12 +672,13 @@ class Grading(unittest.TestCase):
 
     def test_one_bad_submission_never_stops_the_class(self):
         for name, why in (("badcrc", "Bad CRC-32"), ("truncated", "could not be unpacked"),
-                          ("bomb", "unpacks to more than 64 MiB"),
+                          # (whichever bound it meets first: bytes, or time on a busy machine)
+                          ("bomb", "unpacks to more than 64 MiB|takes more than 20 s"),
                           ("@SUM_1_1", "could not be unpacked")):
             # (a formula's row starts with an apostrophe: see the next test)
             row = self.book.get(name) or self.book["'" + name]
             self.assertEqual(row["total"], "0", name)
-            self.assertIn(why, self.feedback(name), name)
+            self.assertRegex(self.feedback(name), why, name)
         # a name like another's results folder is graded as itself, and good is still good
         self.assertEqual(self.book["good.results"]["total"], "10", self.feedback("good.results"))
         self.assertEqual(self.book["good"]["total"], "10", self.feedback("good"))
@@ -1031,7 +1032,8 @@ class Unpack(unittest.TestCase):
             f = self.dir / f"bomb{ext}"
             f.write_bytes(bomb(compress, 16 << 30))
             started = time.monotonic()
-            with self.assertRaisesRegex(self.grade.Unreadable, "more than 64 MiB"):
+            with self.assertRaisesRegex(self.grade.Unreadable,
+                                        "more than 64 MiB|more than 20 s"):
                 self.grade.submission_files(f)
             # bounded by 64 MiB of decompression, not 16 GiB (no timing assertion: a busy
             # machine; the figure goes to the log)
