@@ -492,14 +492,17 @@ class Grader:
         self.python = python_with_numpy()
         self.mode = self._choose_mode(sandbox_mode, isolate)
         self.view = self._tool_paths() if self.mode != "none" else []
-        self.out.mkdir(parents=True, exist_ok=True)
-        self._check_gpu()
         # objects compiled in this run, by content; no sandbox sees this folder, and it goes
         # when the run ends, so nothing a submission did can reach a later run's build
         self.out.mkdir(parents=True, exist_ok=True)
         self.cache = Path(tempfile.mkdtemp(prefix="cache-", dir=self.out))
         self._lock = threading.Lock()
         self._tests = {}
+        try:
+            self._check_gpu()
+        except GradeError:
+            self.close()   # the caller has no grader to close
+            raise
 
     def close(self):
         shutil.rmtree(self.cache, ignore_errors=True)
