@@ -1142,14 +1142,13 @@ class Slurm(unittest.TestCase):
             if started.returncode:
                 cls.why_not = f"{cmd[0]} could not start: {started.stderr.strip()[-300:]}"
                 return
-        for name in ("munged", "slurmctld", "slurmd"):
-            try:
-                cls.pids.append(int((r / f"{name}.pid").read_text()))
-            except (OSError, ValueError):
-                pass
         for _ in range(100):   # the node registers with the controller
+            cls.pids = []      # each daemon writes its pid file once it has detached
+            for name in ("munged", "slurmctld", "slurmd"):
+                with contextlib.suppress(OSError, ValueError):
+                    cls.pids.append(int((r / f"{name}.pid").read_text()))
             info = run(["sinfo", "-h", "-o", "%t"], env=cls.env)
-            if info.stdout.strip() in ("idle", "mix"):
+            if info.stdout.strip() in ("idle", "mix") and len(cls.pids) == 3:
                 break
             time.sleep(0.2)
         else:
@@ -1163,16 +1162,30 @@ class Slurm(unittest.TestCase):
         cls.out = d / "grade-all"
         # the tree's own build (its emulator is built already); only the gradebook goes apart
         cls.proc = run(["make", "--no-print-directory", "-C", str(REPO), "grade-slurm",
-                        f"SUBMISSIONS={subs}", "CH=01", "GROUP=2", "TIMEOUT=30", "SEED=7",
+                        f"SUBMISSIONS={subs}", "CH=01", "GROUP=2", "TIMEOUT=60", "SEED=7",
                         f"GRADE_OUT={cls.out}", "BACKEND=cpu", f"PYTHON={sys.executable}"]
                        + ([f"BUILD={os.environ['TUT_BUILD']}"] if "TUT_BUILD" in os.environ
                           else []), env=cls.env)
 
     @classmethod
     def tearDownClass(cls):
+        run_dir = getattr(cls, "run_dir", None)
+        for name in ("munged", "slurmctld", "slurmd") if run_dir else ():
+            with contextlib.suppress(OSError, ValueError):   # (a start that failed half way)
+                pid = int((run_dir / f"{name}.pid").read_text())
+                if pid not in cls.pids:
+                    cls.pids.append(pid)
         for pid in reversed(cls.pids):   # only the daemons this test started
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGTERM)
+            # gone before their folder goes (a slurmd whose spool vanished lingers), else killed
+            for _ in range(50):
+                if not Path(f"/proc/{pid}").exists():
+                    break
+                time.sleep(0.1)
+            else:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
         if getattr(cls, "run_dir", None):
             shutil.rmtree(cls.run_dir, ignore_errors=True)
 
