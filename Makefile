@@ -329,7 +329,7 @@ clean: ## remove build/
 help: ## this list
 	@echo "make [target] [BACKEND=gpu|cpu|auto] [CH=NN] [ARGS=...]   (BACKEND now resolves to $(B))"
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]*):.*## (.*)/  \1\t\2/' | expand -t 20
-	@echo "variables: BACKEND ARCH NVCC NVCCFLAGS PYTHON CH ID ARGS BUILD TESTS FULL CTEST_ARGS MUTANTS_ARGS FORCE REPS RECORD V (V=1: show every command and every row); classroom (docs/instructor.md): HIDDEN SUBMISSIONS JOBS TIMEOUT SEED HANDOUT CHECK SANDBOX ISOLATE MEMORY ONLY ROSTER DEADLINE PENALTY PLATFORM COUNT"
+	@echo "variables: BACKEND ARCH NVCC NVCCFLAGS PYTHON CH ID ARGS BUILD TESTS FULL CTEST_ARGS MUTANTS_ARGS FORCE REPS RECORD V (V=1: show every command and every row); classroom (docs/instructor.md): HIDDEN SUBMISSIONS JOBS TIMEOUT SEED HANDOUT CHECK SANDBOX ISOLATE MEMORY ONLY ROSTER DEADLINE PENALTY PLATFORM COUNT GROUP SBATCH_ARGS"
 
 # --- lessons: figures, pictures, compute-sanitizer ------------------------------------------------
 figures: python ## fail if a lesson quotes a GPU figure that no recorded run (docs/figures/) has

@@ -7,15 +7,22 @@
 
 Uses build/classroom-tests/ for its scratch files.
 """
+import bz2
+import contextlib
 import csv
+import datetime
+import io
 import json
+import lzma
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tarfile
+import tempfile
 import time
 import unittest
 import zipfile
@@ -421,6 +428,27 @@ __attribute__((constructor)) static void tut_forge(void)
 '''
 
 
+ENV_SPY = r"""    extern char **environ;
+    fputs("env-dump\n", stderr);
+    for (char **e = environ; *e; ++e)
+        if (!strncmp(*e, "GRADER", 6) || !strncmp(*e, "MAKE", 4) || strstr(*e, "SUBMISSIONS")
+                || !strncmp(*e, "ROSTER", 6) || strstr(*e, "token"))
+            fprintf(stderr, "%s\n", *e);
+    abort();
+"""
+
+
+def bomb(compress, claimed):
+    """An archive of one tar member that claims `claimed` bytes of zeros, made in a moment: one
+    compressed stream of 8 MiB of zeros repeated (bz2, gzip and xz readers go on through
+    concatenated streams), so the file is a few kilobytes."""
+    info = tarfile.TarInfo(CU)
+    info.size = claimed
+    chunk = 8 << 20
+    head = info.tobuf(format=tarfile.GNU_FORMAT)   # sizes past 8 GiB
+    return compress(head + bytes(chunk - len(head))) + compress(bytes(chunk)) * (claimed // chunk)
+
+
 def region_body(text, ex_id):
     m = re.search(rf"// @solution {re.escape(ex_id)}:[^\n]*\n(.*?)\s*// @stub", text, re.S)
     return m.group(1)
@@ -498,8 +526,10 @@ class Grading(unittest.TestCase):
                         z.write(f, Path("repo") / f.relative_to(d))
             shutil.rmtree(d)
         # crashes in 01.3 (a host function), after printing escapes and control characters
+        # (U+009B, the one-character CSI, written as UTF-8; and a right-to-left override)
         folder("crash", replace_region(sol, "01.3", '    fputs("\\x1b[31mred\\x1b[0m \\x01\\x02 '
-                                       'bell\\x07", stderr);\n    abort();\n'))
+                                       'bell\\x07 \\xc2\\x9b" "31mcsi \\xe2\\x80\\xae'
+                                       'rlo", stderr);\n    abort();\n'))
         # hangs in 01.3 and loops forever in 01.5's kernel
         spin = "    volatile int spin = 1;\n    while (spin) {}\n"
         d = folder("hang", replace_region(replace_region(sol, "01.3", spin), "01.5", spin))
@@ -530,6 +560,24 @@ class Grading(unittest.TestCase):
                                    '\\"\\n.previous");\n'))
         # forge the verdict: a PASS result file, a patched harness
         folder("forger", touched_stub() + FORGE)
+        # every archive problem, a name meant to clash, a formula: each one student's row
+        with zipfile.ZipFile(subs / "badcrc.zip", "w") as z:   # stored: the bytes are as is
+            z.writestr(f"chapters/{CH}/{CU}", sol)
+        data = bytearray((subs / "badcrc.zip").read_bytes())
+        data[data.find(b"__global__")] ^= 1
+        (subs / "badcrc.zip").write_bytes(data)
+        packed = io.BytesIO()
+        with tarfile.open(fileobj=packed, mode="w:gz") as t:
+            t.add(REPO / "solutions" / CH / CU, arcname=CU)
+        (subs / "truncated.tar.gz").write_bytes(packed.getvalue()[:len(packed.getvalue()) // 2])
+        # 1 GiB of zeros in a few hundred bytes: bounded by what it unpacks to, not what it says
+        (subs / "bomb.tar.bz2").write_bytes(bomb(bz2.compress, 1 << 30))
+        (subs / "@SUM(1+1).zip").write_bytes(b"not a zip")   # a formula in the gradebook
+        folder("good.results", sol)   # the name good's results once had
+        # the grader's environment printed into the feedback (a planted token, make's command
+        # line, the seed's and the gradebook's paths)
+        folder("envspy", "#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+               + replace_region(sol, "01.3", ENV_SPY))
         # what the gradebook finds from an earlier run must not mix with this one
         stale = cls.out / "results" / "ghost"
         stale.mkdir(parents=True)
@@ -547,6 +595,11 @@ class Grading(unittest.TestCase):
             for n in names:
                 w.writerow([n, f"id-{n}", "2026-12-02T12:00:00+00:00" if n == "crash"
                             else "2026-11-30T10:00:00+00:00"])
+            # no time on the roster: its files' times (the submitter's) must not count
+            w.writerow(["envspy", "=HYPERLINK(1)", ""])
+        late_stamp = datetime.datetime(2026, 12, 20, tzinfo=datetime.timezone.utc).timestamp()
+        for f in [subs / "envspy", *(subs / "envspy").rglob("*")]:
+            os.utime(f, (late_stamp, late_stamp))
         cls.roster = roster
         # TIMEOUT: the hang spins a core until it runs out (01.3; 01.5 until the watchdog at
         # half of it), so short, yet many times what chapter 01's tests take on a busy machine
@@ -555,7 +608,8 @@ class Grading(unittest.TestCase):
                     "SEED=7", f"BUILD={cls.dir / 'build'}", "BACKEND=cpu",
                     f"PYTHON={sys.executable}", f"ROSTER={roster}",
                     f"DEADLINE={cls.deadline}", "PENALTY=10"]
-        cls.proc = run(cls.make)
+        cls.proc = run(cls.make, env=dict(os.environ, GRADER_TOKEN=f"grader-token-{cls.token}",
+                                          MAKEFLAGS=f"--no-print-directory mk-{cls.token}"))
         cls.connections = 0
         while True:
             try:
@@ -615,6 +669,46 @@ class Grading(unittest.TestCase):
         self.assertFalse((self.out / "feedback" / "ghost.txt").exists())
         # the compile cache does not outlive the run
         self.assertEqual(list(self.out.glob("cache-*")), [])
+
+    def test_one_bad_submission_never_stops_the_class(self):
+        for name, why in (("badcrc", "Bad CRC-32"), ("truncated", "could not be unpacked"),
+                          # (whichever bound it meets first: bytes, or time on a busy machine)
+                          ("bomb", "unpacks to more than 64 MiB|takes more than 20 s"),
+                          ("@SUM_1_1", "could not be unpacked")):
+            # (a formula's row starts with an apostrophe: see the next test)
+            row = self.book.get(name) or self.book["'" + name]
+            self.assertEqual(row["total"], "0", name)
+            self.assertRegex(self.feedback(name), why, name)
+        # a name like another's results folder is graded as itself, and good is still good
+        self.assertEqual(self.book["good.results"]["total"], "10", self.feedback("good.results"))
+        self.assertEqual(self.book["good"]["total"], "10", self.feedback("good"))
+
+    def test_late_policy_never_from_file_times(self):
+        # envspy's files say 2026-12-20, weeks late; the roster gives no time: no penalty, and
+        # the feedback says why
+        self.assertEqual((self.book["envspy"]["submitted"], self.book["envspy"]["days_late"],
+                          self.book["envspy"]["penalty"]), ("", "0", "0"))
+        self.assertIn("file times are not used", self.feedback("envspy"))
+
+    def test_reports_are_clean_of_controls_and_formulas(self):
+        text = self.everything_of("crash")
+        self.assertIn("csi", text)   # what came around the controls is there...
+        for c in ("\x1b", "\x9b", "\x01", "\x07", "\u202e"):   # ...the controls are not
+            self.assertNotIn(c, text, repr(c))
+        raw = (self.out / "gradebook.csv").read_text()
+        self.assertIn("\n'@SUM_1_1,", raw)
+        self.assertIn(",'=HYPERLINK(1),", raw)
+        for line in raw.splitlines():
+            for c in next(csv.reader([line])):
+                self.assertFalse(c.startswith(("=", "+", "-", "@", "\t", "\r")), line)
+
+    def test_the_graders_environment_stays_out(self):
+        fb = self.feedback("envspy")
+        self.assertIn("env-dump", fb)   # the code ran, and printed what it found
+        for secret in (f"grader-token-{self.token}", f"mk-{self.token}",
+                       str(self.dir / "submissions"), "SUBMISSIONS=", "MAKEFLAGS=",
+                       f"ROSTER={self.roster}", "MAKELEVEL="):
+            self.assertNotIn(secret, self.everything_of("envspy"), secret)
 
     def test_tampering_changes_nothing(self):
         self.assertEqual(self.book["tampered_solution"]["total"], "10")
@@ -849,6 +943,40 @@ class Platforms(unittest.TestCase):
         self.assertEqual(vis["01.2+big-prime"], "after_due_date")
         self.assertLess(self.peak, 768 << 20, f"peak resident memory {self.peak >> 20} MiB")
 
+    def test_without_cap_sys_admin_a_constructor_cheat_scores_0(self):
+        """Gradescope and PrairieLearn run graders in Docker as root without CAP_SYS_ADMIN: no
+        namespace can be made. Their entry points, run so, must still keep the student's
+        library out of the process that writes the verdict: the forger (a constructor that
+        writes a PASS row and exits) scores 0, an honest solution every point."""
+        if os.geteuid() != 0 or not shutil.which("setpriv"):
+            self.skipTest("needs root and setpriv (util-linux), as the platforms run it")
+        nocap = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin", "--"]
+        probe = run(nocap + ["sh", "-c", "grep CapBnd /proc/self/status"])
+        self.assertEqual(probe.returncode, 0, probe.stderr)
+        self.assertFalse(int(probe.stdout.split()[1], 16) & (1 << 21), probe.stdout)
+        env = dict(os.environ, PYTHON=sys.executable)
+        for name, text, want_gs, want_pl in (("forger", touched_stub() + FORGE, 0, 0.0),
+                                             ("honest", solution(), 10, 1.0)):
+            # Gradescope: /autograder/{source,submission,results} and submission_metadata.json
+            gs = self.dir / f"nocap-{name}"
+            (gs / "submission").mkdir(parents=True)
+            (gs / "source").symlink_to(self.root / "source")
+            (gs / "submission" / CU).write_text(text)
+            r = run(nocap + [str(gs / "source" / "run_autograder")],
+                    env=dict(env, AUTOGRADER_ROOT=str(gs)))
+            res = json.loads((gs / "results" / "results.json").read_text())
+            self.assertEqual(res["score"], want_gs, f"{name}: {res}\n{r.stdout}{r.stderr}")
+            # PrairieLearn: /grade/{student,results}, run.sh beside the course
+            pl = self.dir / f"nocap-pl-{name}"
+            (pl / "student").mkdir(parents=True)
+            (pl / "student" / CU).write_text(text)
+            shutil.copy2(REPO / "tools" / "platforms" / "prairielearn" / "run.sh",
+                         self.root / "source" / "run.sh")
+            r = run(nocap + [str(self.root / "source" / "run.sh")],
+                    env=dict(env, GRADE_ROOT=str(pl)))
+            res = json.loads((pl / "results" / "results.json").read_text())
+            self.assertEqual(res.get("score"), want_pl, f"{name}: {res}\n{r.stdout}{r.stderr}")
+
     def test_prairielearn_and_classroom50_results(self):
         sub = self.dir / "carol"
         sub.mkdir()
@@ -884,6 +1012,203 @@ class Platforms(unittest.TestCase):
             self.assertEqual(set(t), {"test-name", "passed", "score", "max-score"})
             self.assertIsInstance(t["passed"], bool)
             self.assertTrue(0 <= t["score"] <= t["max-score"])
+
+
+class Unpack(unittest.TestCase):
+    """tools/grade.py's reading of archives and tools/reports.py's cleaning, on their own (a
+    second, no grading): what Grading checks through a class run, at the edges."""
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, str(REPO / "tools"))
+        import grade
+        import reports
+        cls.grade, cls.reports = grade, reports
+        cls.dir = scratch("unpack")
+
+    def test_a_bomb_is_bounded_by_what_it_unpacks_to(self):
+        for ext, compress in ((".tar.xz", lzma.compress), (".tar.bz2", bz2.compress),
+                              (".tgz", __import__("gzip").compress)):
+            f = self.dir / f"bomb{ext}"
+            f.write_bytes(bomb(compress, 16 << 30))
+            started = time.monotonic()
+            with self.assertRaisesRegex(self.grade.Unreadable,
+                                        "more than 64 MiB|more than 20 s"):
+                self.grade.submission_files(f)
+            # bounded by 64 MiB of decompression, not 16 GiB (no timing assertion: a busy
+            # machine; the figure goes to the log)
+            print(f"{f.name} ({f.stat().st_size} bytes, claims 16 GiB): refused in "
+                  f"{time.monotonic() - started:.1f} s", file=sys.stderr)
+
+    def test_a_zip_with_many_entries_and_a_lying_size(self):
+        many = self.dir / "many.zip"
+        with zipfile.ZipFile(many, "w") as z:
+            for i in range(10_001):
+                z.writestr(f"f{i}", b"")
+        with self.assertRaisesRegex(self.grade.Unreadable, "entries"):
+            self.grade.submission_files(many)
+        lying = self.dir / "lying.zip"
+        with zipfile.ZipFile(lying, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr(CU, b"x" * 100_000)
+        data = bytearray(lying.read_bytes())
+        # the central directory's uncompressed size says 10 bytes: reading stops there, and the
+        # CRC of those 10 bytes fails
+        cd = data.rfind(b"PK\x01\x02")
+        data[cd + 24:cd + 28] = (10).to_bytes(4, "little")
+        lying.write_bytes(data)
+        with self.assertRaises(self.grade.Unreadable):
+            self.grade.submission_files(lying)
+
+    def test_clean_and_cell(self):
+        clean, cell = self.reports.clean, self.reports.cell
+        self.assertEqual(clean("a\x9b31mb\x1b[1mc\x9d0;t\x07d\u202ee\x85f\r\ng\th"),
+                         "abcdef\ng\th")
+        for formula in ("=1+1", "+1", "-1", "@SUM(A1)", "\t=1", "\r=1", "\uff1d1"):
+            self.assertTrue(str(cell(formula)).startswith("'"), formula)
+        self.assertEqual((cell(-2), cell(1.5), cell("alice")), (-2, 1.5, "alice"))
+        self.assertEqual(self.reports.clean_all({"k\x9b": ["\x1b[2Jx", 3]}), {"k": ["x", 3]})
+
+
+SLURM_CONF = """ClusterName=tut
+SlurmctldHost={host}(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket={d}/munge.sock
+CredType=cred/munge
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd.pid
+SlurmctldPort={ctld_port}
+SlurmdPort={slurmd_port}
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+ReturnToService=2
+MpiDefault=none
+JobCompType=jobcomp/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+SlurmctldLogFile={d}/slurmctld.log
+SlurmdLogFile={d}/slurmd.log
+NodeName={host} NodeAddr=127.0.0.1 CPUs=2 State=UNKNOWN
+PartitionName=grade Nodes={host} Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Slurm(unittest.TestCase):
+    """make grade-slurm on a one-node Slurm cluster started here (munged, slurmctld, slurmd,
+    each with its own files in a scratch folder): two array tasks grade three submissions in
+    the sandbox, and one gradebook comes back, a broken archive's row included."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.why_not = ""
+        cls.pids = []
+        missing = [t for t in ("munged", "slurmctld", "slurmd", "sbatch", "sinfo")
+                   if not shutil.which(t)]
+        if missing:
+            cls.why_not = f"no {', '.join(missing)} (Debian: munge slurmctld slurmd slurm-client)"
+            return
+        if os.geteuid() != 0:
+            cls.why_not = "a test cluster's daemons run as root here"
+            return
+        d = cls.dir = scratch("slurm")
+        # short paths: a UNIX socket's path has a 108-byte limit
+        cls.run_dir = Path(tempfile.mkdtemp(prefix="tut-slurm-"))
+        r = cls.run_dir
+        (r / "state").mkdir()
+        (r / "spool").mkdir()
+        (r / "munge.key").write_bytes(os.urandom(1024))
+        (r / "munge.key").chmod(0o600)
+        host = socket.gethostname().split(".")[0]
+        (r / "slurm.conf").write_text(SLURM_CONF.format(
+            host=host, d=r, ctld_port=free_port(), slurmd_port=free_port()))
+        cls.env = dict(os.environ, SLURM_CONF=str(r / "slurm.conf"), PYTHON=sys.executable)
+        for cmd in (["munged", f"--socket={r}/munge.sock", f"--key-file={r}/munge.key",
+                     f"--pid-file={r}/munged.pid", f"--log-file={r}/munged.log",
+                     f"--seed-file={r}/munged.seed", "--force"],
+                    ["slurmctld", "-i"], ["slurmd"]):
+            started = run(cmd, env=cls.env)
+            if started.returncode:
+                cls.why_not = f"{cmd[0]} could not start: {started.stderr.strip()[-300:]}"
+                return
+        for _ in range(100):   # the node registers with the controller
+            cls.pids = []      # each daemon writes its pid file once it has detached
+            for name in ("munged", "slurmctld", "slurmd"):
+                with contextlib.suppress(OSError, ValueError):
+                    cls.pids.append(int((r / f"{name}.pid").read_text()))
+            info = run(["sinfo", "-h", "-o", "%t"], env=cls.env)
+            if info.stdout.strip() in ("idle", "mix") and len(cls.pids) == 3:
+                break
+            time.sleep(0.2)
+        else:
+            cls.why_not = f"the node did not come up: {info.stdout}{info.stderr}"
+            return
+        subs = d / "submissions"
+        for name, text in (("alice", solution()), ("bob", stub())):
+            (subs / name / "chapters" / CH).mkdir(parents=True)
+            (subs / name / "chapters" / CH / CU).write_text(text)
+        (subs / "carol.zip").write_bytes(b"PK not a zip")
+        cls.out = d / "grade-all"
+        # the tree's own build (its emulator is built already); only the gradebook goes apart
+        cls.proc = run(["make", "--no-print-directory", "-C", str(REPO), "grade-slurm",
+                        f"SUBMISSIONS={subs}", "CH=01", "GROUP=2", "TIMEOUT=60", "SEED=7",
+                        f"GRADE_OUT={cls.out}", "BACKEND=cpu", f"PYTHON={sys.executable}"]
+                       + ([f"BUILD={os.environ['TUT_BUILD']}"] if "TUT_BUILD" in os.environ
+                          else []), env=cls.env)
+
+    @classmethod
+    def tearDownClass(cls):
+        run_dir = getattr(cls, "run_dir", None)
+        for name in ("munged", "slurmctld", "slurmd") if run_dir else ():
+            with contextlib.suppress(OSError, ValueError):   # (a start that failed half way)
+                pid = int((run_dir / f"{name}.pid").read_text())
+                if pid not in cls.pids:
+                    cls.pids.append(pid)
+        for pid in reversed(cls.pids):   # only the daemons this test started
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGTERM)
+            # gone before their folder goes (a slurmd whose spool vanished lingers), else killed
+            for _ in range(50):
+                if not Path(f"/proc/{pid}").exists():
+                    break
+                time.sleep(0.1)
+            else:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+        if getattr(cls, "run_dir", None):
+            shutil.rmtree(cls.run_dir, ignore_errors=True)
+
+    def setUp(self):
+        if self.why_not:
+            self.skipTest(self.why_not)
+        self.assertEqual(self.proc.returncode, 0, self.proc.stdout + self.proc.stderr)
+
+    def test_array_tasks_grade_into_one_gradebook(self):
+        with open(self.out / "gradebook.csv", newline="") as f:
+            rows = {r["student"]: r for r in csv.DictReader(f)}
+        self.assertEqual(rows["alice"]["total"], "9", self.proc.stdout)
+        self.assertEqual(rows["bob"]["total"], "0")
+        self.assertEqual(rows["carol"]["total"], "0")
+        self.assertIn("could not be unpacked", (self.out / "feedback" / "carol.txt").read_text())
+        self.assertEqual({r["sandbox"] for r in rows.values() if r["student"] != "(max)"},
+                         {"isolated" if isolated() else "in-process"})
+        # two tasks (GROUP=2 of 3), each graded its own group, through Slurm
+        logs = {p.name: p.read_text() for p in (self.out / "slurm").glob("*.log")}
+        self.assertEqual(sorted(logs), ["0.log", "1.log"], self.proc.stdout)
+        self.assertIn("slurm task 0 of 2: grading alice, bob", logs["0.log"])
+        self.assertIn("slurm task 1 of 2: grading carol", logs["1.log"])
+        self.assertEqual(json.loads((self.out / "run.json").read_text())["seed"], 7)
 
 
 def run_measured(cmd, env):

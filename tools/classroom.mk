@@ -5,6 +5,7 @@
 #   make grade [CH=01] [HIDDEN=dir]
 #   make grade-all SUBMISSIONS=dir/ [CH=01] [HIDDEN=dir] [JOBS=n] [TIMEOUT=s] [ONLY=names]
 #                  [ROSTER=file.csv] [DEADLINE=iso-time PENALTY=percent-per-day] [SANDBOX=none]
+#   make grade-slurm SUBMISSIONS=dir/ [GROUP=10] [SBATCH_ARGS=...] [the variables of grade-all]
 #   make gradescope [CH=01] [HIDDEN=dir]       (build/gradescope/autograder.zip)
 HIDDEN      ?=
 SUBMISSIONS ?=
@@ -24,9 +25,14 @@ DEADLINE    ?=
 PENALTY     ?=
 # make grade PLATFORM=classroom50=result.json: also that platform's result file
 PLATFORM    ?=
+# where grade-all and grade-slurm write the gradebook
+GRADE_OUT   ?= $(BUILD)/grade-all
 # a chapter given on the command line (CH has a default for `make run`)
 CH_GIVEN     = $(if $(filter command line,$(origin CH)),$(CH))
-GRADE_ARGS   = --backend $(B) $(if $(CH_GIVEN),--chapters $(CH_GIVEN)) \
+# Grading runs on the cpu backend (the emulator) unless told BACKEND=gpu, a GPU host included:
+# only there does the worker/checker split hold (docs/instructor.md, "Grading on a GPU")
+GRADE_B      = $(if $(filter auto,$(BACKEND)),cpu,$(B))
+GRADE_ARGS   = --backend $(GRADE_B) $(if $(CH_GIVEN),--chapters $(CH_GIVEN)) \
 	$(if $(HIDDEN),--hidden $(HIDDEN)) --timeout $(TIMEOUT) $(if $(SEED),--seed $(SEED)) \
 	$(if $(filter none,$(SANDBOX)),--sandbox none) \
 	$(if $(filter 0 off,$(ISOLATE)),--isolate off,$(if $(filter 1 on,$(ISOLATE)),--isolate on)) \
@@ -39,8 +45,18 @@ grade: python ch-present ## grade this copy's exercises as the instructor does: 
 
 grade-all: python ch-present ## grade every folder/archive in SUBMISSIONS=dir/, each in a sandbox: build/grade-all/gradebook.csv, feedback/ (ONLY=alice: regrade one)
 	@test -n "$(SUBMISSIONS)" || { echo "error: say where the submissions are: make grade-all SUBMISSIONS=dir/ (one folder or archive per student)"; exit 1; }
-	@$(TEST_ENV) $(PY) tools/grade.py --all $(SUBMISSIONS) --out $(BUILD)/grade-all --jobs $(JOBS) $(GRADE_ARGS) \
+	@$(TEST_ENV) $(PY) tools/grade.py --all $(SUBMISSIONS) --out $(GRADE_OUT) --jobs $(JOBS) $(GRADE_ARGS) \
 		$(if $(ONLY),--only $(ONLY)) $(if $(ROSTER),--roster $(ROSTER))
+
+# A class on a Slurm cluster: one array task per GROUP submissions (--gres=gpu:1 with
+# BACKEND=gpu), each graded in the same sandbox, merged into build/grade-all/gradebook.csv.
+# Run on the login node; the tree, BUILD and SUBMISSIONS on a file system the nodes share.
+GROUP       ?= 10
+SBATCH_ARGS ?=
+grade-slurm: python ch-present ## grade SUBMISSIONS=dir/ on a Slurm cluster: one array task per GROUP=10 submissions (SBATCH_ARGS=--partition=...), one gradebook
+	@test -n "$(SUBMISSIONS)" || { echo "error: say where the submissions are: make grade-slurm SUBMISSIONS=dir/ (one folder or archive per student)"; exit 1; }
+	@$(TEST_ENV) $(PY) tools/grade.py --all $(SUBMISSIONS) --out $(GRADE_OUT) --slurm $(GROUP) $(GRADE_ARGS) \
+		$(if $(ROSTER),--roster $(ROSTER)) $(if $(SBATCH_ARGS),--sbatch-args "$(SBATCH_ARGS)")
 
 gradescope: python ## build/gradescope/autograder.zip for Gradescope (setup.sh, run_autograder, the course without solutions/, HIDDEN= tests)
 	@$(PY) tools/platforms/package.py gradescope --out $(BUILD)/gradescope $(if $(HIDDEN),--hidden $(HIDDEN)) \
@@ -78,4 +94,4 @@ grade-vars:
 	@echo 'nvccflags=$(TUT_NVCC) $(NVCCFLAGS)'
 	@$(foreach c,$(CHAPTERS),echo 'ldlibs_$(c)=$(LDLIBS_$(c))';)
 
-.PHONY: grade grade-all grade-bench gradescope prairielearn handout grade-prereqs grade-vars
+.PHONY: grade grade-all grade-slurm grade-bench gradescope prairielearn handout grade-prereqs grade-vars

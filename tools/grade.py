@@ -19,6 +19,14 @@ otherwise the whole test runs inside the sandbox ("in-process"), and the reports
 
     python3 tools/grade.py --submission DIR|ARCHIVE --out DIR [--chapters 01] [--hidden DIR]
     python3 tools/grade.py --all SUBMISSIONS_DIR --out DIR [--jobs N] [--only NAMES] [...]
+    python3 tools/grade.py --all SUBMISSIONS_DIR --out DIR --slurm N [--sbatch-args ...] [...]
+
+A class is graded whatever its submissions hold: an archive that is corrupt, too big or too slow
+to unpack, a name that clashes, a crash of the grader itself: each is that student's row with
+the reason, and the gradebook is always written. Late penalties come from the time the platform
+or the roster gives, never from file times. Every report is cleaned of control characters, and
+no gradebook cell starts as a spreadsheet formula. --slurm N: one Slurm array task per N
+submissions (`make grade-slurm`), merged into one gradebook.
 
 Writes, per submission: score.json (points per exercise and test), results.json (Gradescope's
 format), junit.xml and feedback.txt (the failure messages `make check` prints); with --all also
@@ -28,12 +36,15 @@ Python standard library only (the drivers it runs use NumPy).
 """
 import argparse
 import ast
+import bz2
 import concurrent.futures
 import csv
 import ctypes
 import datetime
+import gzip
 import hashlib
 import json
+import lzma
 import math
 import os
 import re
@@ -64,6 +75,44 @@ SANDBOX_WORDS = {"isolated": "sandboxed; the student's library in a worker, the 
                  "in-process": "sandboxed, but the student's library shares the test's process "
                                "(no worker/checker split here): it could forge its own result",
                  "none": "NOT sandboxed: student code ran with the grader's rights"}
+
+
+# What of the grader's environment a compile or a test gets (Grader.child_env): the locale, the
+# thread counts of NumPy's libraries, and where CUDA and its libraries are. No token, no
+# MAKEFLAGS or SUBMISSIONS=, nothing of the instructor's paths.
+ENV_KEEP = {"PATH", "LANG", "LANGUAGE", "TZ", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS",
+            "MKL_NUM_THREADS", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
+            "CUDA_VISIBLE_DEVICES"}
+
+
+# what _check_gpu runs in a sandbox: the driver's own first call, and a context
+GPU_CHECK = ("import ctypes, sys\n"
+             "cu = ctypes.CDLL('libcuda.so.1')\n"
+             "rc = cu.cuInit(0)\n"
+             "n = ctypes.c_int(0)\n"
+             "rc = rc or cu.cuDeviceGetCount(ctypes.byref(n))\n"
+             "print(f'cuInit/cuDeviceGetCount: CUresult {rc}, {n.value} device(s)')\n"
+             "sys.exit(0 if rc == 0 and n.value else 1)\n")
+
+
+def system_submounts():
+    """Mount points inside the system's library folders (/usr, /lib...): a container's GPU
+    driver libraries are bound there file by file, and a sandbox that binds /usr does not
+    bring its submounts along; these are bound on their own (BACKEND=gpu)."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return []
+    out = set()
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 5:
+            continue
+        point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+        if any(point.startswith(d + "/") for d in sandbox.SYSTEM if d != "/etc") \
+                and os.path.exists(point):
+            out.add(point)
+    return sorted(out)
 
 
 class GradeError(Exception):
@@ -134,9 +183,50 @@ def student_name(path):
     return name
 
 
+class Unreadable(Exception):
+    """A submission that cannot be read as a whole (a corrupt archive, a bomb): that student's
+    row says why, and the class goes on."""
+
+
+# An archive is read once, eagerly and within these bounds (a 16 KB .tar.bz2 can claim 16 GiB:
+# what it unpacks to and how long that takes are what is bounded, not what it says of itself).
+ARCHIVE_MAX_BYTES = 64 << 20     # compressed size of the archive itself
+ARCHIVE_MAX_UNPACKED = 64 << 20  # bytes decompressed, in all
+ARCHIVE_MAX_ENTRIES = 10_000
+ARCHIVE_MAX_SECONDS = 20
+
+
+class _Budget:
+    """Bytes and seconds an archive may cost; raises Unreadable past either."""
+    def __init__(self, name):
+        self.name, self.left = name, ARCHIVE_MAX_UNPACKED
+        self.until = time.monotonic() + ARCHIVE_MAX_SECONDS
+
+    def spend(self, n):
+        self.left -= n
+        if self.left < 0:
+            raise Unreadable(f"{self.name} unpacks to more than {ARCHIVE_MAX_UNPACKED >> 20} MiB "
+                             f"(an archive bomb?): not graded")
+        if time.monotonic() > self.until:
+            raise Unreadable(f"{self.name} takes more than {ARCHIVE_MAX_SECONDS} s to unpack: "
+                             f"not graded")
+
+
+class _Metered:
+    """A decompressed stream that charges every byte read to a _Budget."""
+    def __init__(self, raw, budget):
+        self.raw, self.budget = raw, budget
+
+    def read(self, n=-1):
+        data = self.raw.read(min(n, 1 << 20) if n is not None and n >= 0 else 1 << 20)
+        self.budget.spend(len(data))
+        return data
+
+
 def submission_files(path):
-    """{relative posix path: loader} for every regular file of a folder or an archive, never
-    following links (a link to the instructor's files must not be read)."""
+    """{relative posix path: bytes, or None when larger than MAX_SOURCE} for every regular file
+    of a folder or an archive, never following links (a link to the instructor's files must
+    not be read). Raises Unreadable for an archive that is corrupt, too large or too slow."""
     files = {}
     if path.is_dir():
         for root, dirs, names in os.walk(path, followlinks=False):
@@ -145,38 +235,80 @@ def submission_files(path):
                 full = Path(root) / n
                 if full.is_symlink() or not full.is_file():
                     continue
-                files[full.relative_to(path).as_posix()] = (lambda f=full: _read_capped(f))
+                files[full.relative_to(path).as_posix()] = _read_capped(full)
         return files
     lower = path.name.lower()
-    if lower.endswith(".zip"):
-        with zipfile.ZipFile(path) as z:
-            for info in z.infolist():
-                if not info.is_dir() and info.file_size <= MAX_SOURCE:
-                    files[info.filename] = (lambda i=info: _zip_read(path, i))
+    if not lower.endswith(ARCHIVES):
+        raise Unreadable(f"{path.name} is neither a folder nor an archive "
+                         f"({', '.join(ARCHIVES)})")
+    try:
+        size = path.stat().st_size
+    except OSError as e:
+        raise Unreadable(f"{path.name} could not be read: {e.strerror}")
+    if size > ARCHIVE_MAX_BYTES:
+        raise Unreadable(f"{path.name} is {size >> 20} MiB, more than the "
+                         f"{ARCHIVE_MAX_BYTES >> 20} MiB a submission may be: not graded")
+    budget = _Budget(path.name)
+    try:
+        if lower.endswith(".zip"):
+            with zipfile.ZipFile(path) as z:
+                infos = z.infolist()
+                if len(infos) > ARCHIVE_MAX_ENTRIES:
+                    raise Unreadable(f"{path.name} has {len(infos)} entries, more than "
+                                     f"{ARCHIVE_MAX_ENTRIES}: not graded")
+                for info in infos:
+                    if info.is_dir():
+                        continue
+                    if info.file_size > MAX_SOURCE:
+                        files[info.filename] = None
+                        continue
+                    # stops at the size the entry declares, and checks its CRC there
+                    data = z.read(info)
+                    budget.spend(len(data))
+                    files[info.filename] = data
+            return files
+        # a stream ("r|*"): each member is read once, in order, every byte charged
+        with open(path, "rb") as raw:
+            stream = _decompressor(raw, lower)
+            with tarfile.open(fileobj=_Metered(stream, budget), mode="r|") as t:
+                for count, m in enumerate(t, 1):
+                    if count > ARCHIVE_MAX_ENTRIES:
+                        raise Unreadable(f"{path.name} has more than {ARCHIVE_MAX_ENTRIES} "
+                                         f"entries: not graded")
+                    if not m.isfile():
+                        continue
+                    if m.size > MAX_SOURCE:
+                        files[m.name] = None
+                        continue
+                    files[m.name] = t.extractfile(m).read()
+                    budget.spend(0)
         return files
-    if lower.endswith(ARCHIVES):
-        with tarfile.open(path) as t:
-            for m in t.getmembers():
-                if m.isfile() and m.size <= MAX_SOURCE:
-                    files[m.name] = (lambda name=m.name: _tar_read(path, name))
-        return files
-    raise ValueError(f"{path.name} is neither a folder nor an archive ({', '.join(ARCHIVES)})")
+    except Unreadable:
+        raise
+    except (OSError, EOFError, ValueError, tarfile.TarError, zipfile.BadZipFile,
+            zipfile.LargeZipFile, NotImplementedError, RuntimeError) as e:
+        # bad CRC, truncated, not an archive at all, an encrypted entry, ...
+        raise Unreadable(f"{path.name} could not be unpacked ({type(e).__name__}: {e}): "
+                         f"not graded; hand in a working archive")
+
+
+def _decompressor(raw, lower):
+    if lower.endswith((".tar.gz", ".tgz")):
+        return gzip.GzipFile(fileobj=raw)
+    if lower.endswith((".tar.bz2", ".tbz2")):
+        return bz2.BZ2File(raw)
+    if lower.endswith((".tar.xz", ".txz")):
+        return lzma.LZMAFile(raw)
+    return raw
 
 
 def _read_capped(f):
-    if f.stat().st_size > MAX_SOURCE:
+    try:
+        if f.stat().st_size > MAX_SOURCE:
+            return None
+        return f.read_bytes()
+    except OSError:
         return None
-    return f.read_bytes()
-
-
-def _zip_read(path, info):
-    with zipfile.ZipFile(path) as z:
-        return z.read(info)[:MAX_SOURCE + 1]
-
-
-def _tar_read(path, name):
-    with tarfile.open(path) as t:
-        return t.extractfile(name).read(MAX_SOURCE + 1)
 
 
 def find_source(files, chapter, name):
@@ -367,6 +499,11 @@ class Grader:
         self.cache = Path(tempfile.mkdtemp(prefix="cache-", dir=self.out))
         self._lock = threading.Lock()
         self._tests = {}
+        try:
+            self._check_gpu()
+        except GradeError:
+            self.close()   # the caller has no grader to close
+            raise
 
     def close(self):
         shutil.rmtree(self.cache, ignore_errors=True)
@@ -387,6 +524,10 @@ class Grader:
         if isolate == "on" and not has_proxy:
             raise GradeError("ISOLATE=1 but this tree has no common/tut_remote.py (the worker "
                              "that runs a student's library apart from the checker)")
+        if isolate == "on" and self.backend != "cpu":
+            raise GradeError("ISOLATE=1 needs BACKEND=cpu: the worker/checker split shares host "
+                             "memory, and CUDA's pinned and managed memory cannot be shared "
+                             "with a second process")
         if isolate == "off" or not has_proxy or self.backend != "cpu":
             return "in-process"
         return "isolated"
@@ -424,7 +565,48 @@ class Grader:
                                             for k in keep + list(sandbox.SYSTEM)):
                 continue
             keep.append(real)
+        if self.backend == "gpu":
+            keep += [m for m in system_submounts() + self._driver_paths() if m not in keep
+                     and not any(m == x or m.startswith(x + "/") for x in secret)]
         return keep
+
+    def _driver_paths(self):
+        """The GPU driver's libraries as this machine loads them (libcuda and the libnvidia-*
+        it maps at cuInit): the files themselves inside the system folders, their folder
+        elsewhere (a driver under /opt, found through LD_LIBRARY_PATH)."""
+        run = subprocess.run([self.python, "-c", "import ctypes\n"
+                              "ctypes.CDLL('libcuda.so.1').cuInit(0)\n"
+                              "print(open('/proc/self/maps').read())"],
+                             capture_output=True, text=True, env=self.child_env())
+        out = set()
+        for line in run.stdout.splitlines():
+            path = line.split(None, 5)[5] if len(line.split(None, 5)) == 6 else ""
+            name = os.path.basename(path)
+            if not name.startswith(("libcuda.so", "libnvidia-")) or not os.path.exists(path):
+                continue
+            inside = any(path.startswith(d + "/") for d in sandbox.SYSTEM)
+            out.add(path if inside else os.path.dirname(path))
+        return sorted(out)
+
+    def _check_gpu(self):
+        """BACKEND=gpu: the sandbox must see a GPU CUDA can use, or every test would score 0
+        as skipped; that is the grader's setup, said once, before anyone is graded."""
+        if self.backend != "gpu" or self.mode == "none":
+            return
+        d = Path(tempfile.mkdtemp(prefix="gpu-check-", dir=self.out))
+        d.chmod(0o755)   # the sandbox's user starts in it (mkdtemp makes it 0700)
+        try:
+            log = d.parent / f"{d.name}.log"
+            rc, why = run_limited(self.boxed([self.python, "-c", GPU_CHECK], d), d,
+                                  self.child_env(), 60, 1 << 16, log)
+            out = tail(log, 2000)
+            log.unlink()
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+        if rc != 0:
+            raise GradeError(f"BACKEND=gpu, but in the sandbox CUDA finds no usable GPU "
+                             f"({why or out or f'exit status {rc}'}); grade with BACKEND=cpu, "
+                             f"or tell the course's maintainers what this machine is")
 
     def boxed(self, cmd, ws, rw=(), ro=(), hidden_env=False, extra_mem=0, uid=None):
         """cmd wrapped in this grader's sandbox: the workspace read-only, rw writable."""
@@ -438,11 +620,29 @@ class Grader:
                               mem=self.memory + extra_mem, cpu=int(self.timeout) + 5,
                               fsize=self.max_output * 4, uid=uid) + cmd
 
+    def child_env(self):
+        """The one environment every compile and test starts from: an allow-list (ENV_KEEP), so
+        nothing else of the grader's (a token, MAKEFLAGS, SUBMISSIONS=, the seed, the hidden
+        tests' or the gradebook's paths) reaches a sandbox to be printed into feedback. PATH
+        keeps only folders outside the instructor's tree and the grader's output. What the
+        worker of a student's library then gets is tut_remote's allow-list, a subset."""
+        secret = [os.path.realpath(x) for x in (REPO, self.out, self.hidden) if x]
+        env = {k: v for k, v in os.environ.items()
+               if k in ENV_KEEP or k.startswith(("LC_",)) and k not in ("LC_TERMINAL",)}
+        env["PATH"] = os.pathsep.join(
+            d for d in os.environ.get("PATH", os.defpath).split(os.pathsep)
+            if d and not any(os.path.realpath(d) == x or os.path.realpath(d).startswith(x + "/")
+                             for x in secret))
+        env.setdefault("LANG", "C.UTF-8")
+        return env
+
     @staticmethod
     def results_dir(ws):
-        """Where a submission's test results and logs go: beside its workspace, so that no
-        later test's sandbox (which sees the workspace) reads an earlier one's output."""
-        d = ws.parent / f"{ws.name}.results"
+        """Where a submission's test results and logs go: beside its workspace (WORK/tree), in
+        WORK/results, so that no later test's sandbox (which sees the workspace) reads an
+        earlier one's output. Both names are fixed: no student's name can be another's results
+        folder."""
+        d = ws.parent / "results"
         d.mkdir(mode=0o700, parents=True, exist_ok=True)
         d.chmod(0o700)   # a sandbox without namespaces runs as another user: not readable by it
         return d
@@ -450,7 +650,7 @@ class Grader:
     # -- the workspace: a copy of the instructor's chapter with the student's exercise files --
     def workspace(self, chapters, files, ws):
         notes = []
-        for old in (ws, ws.parent / f"{ws.name}.results"):
+        for old in (ws, ws.parent / "results"):
             if old.exists():
                 shutil.rmtree(old)
         shutil.copytree(REPO / "common", ws / "common",
@@ -461,7 +661,7 @@ class Grader:
                             ignore=shutil.ignore_patterns("__pycache__"))
             for name in exercise_files(ch):
                 src = find_source(files, ch, name) if files is not None else None
-                data = files[src]() if src else None
+                data = files[src] if src else None
                 if data is None or len(data) > MAX_SOURCE:
                     notes.append(f"chapters/{ch}/{name} was not found in the submission"
                                  + (" (or is larger than 1 MiB)" if src else "")
@@ -483,10 +683,21 @@ class Grader:
         return taken, notes
 
     def _run_tool(self, cmd, ws, log):
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TUT_", "CUEMU_"))}
-        rc, why = run_limited(self.boxed(cmd, ws, rw=[ws / "build"]), ws, env, 300, 1 << 20,
-                              log)
+        rc, why = run_limited(self.boxed(cmd, ws, rw=[ws / "build"]), ws, self.child_env(),
+                              300, 1 << 20, log)
+        self._sandbox_failed(rc, log)
         return rc == 0, why
+
+    def _sandbox_failed(self, rc, log):
+        """A sandbox that could not be made is the grader's problem, said as such (not as a
+        file that does not compile): grading stops with the sandbox's own words. Compiles
+        only: a test's output is the student's to choose, and could mimic these words."""
+        if self.mode == "none" or rc != sandbox.SETUP_FAILED:
+            return
+        first = tail(log, 2000).lstrip(".\n").splitlines()[:1]
+        if first and first[0].startswith("sandbox: "):
+            raise GradeError(f"{first[0]}\n(tools/sandbox.py on this machine, for the "
+                             f"{self.backend} backend; SANDBOX=none grades without one)")
 
     def _compile(self, ws, chapter, name):
         """An object for chapters/<chapter>/<name> in the workspace; cached by content."""
@@ -593,8 +804,10 @@ class Grader:
             why = getattr(self, "sandbox_missing", "")
             notes.append(f"graded {SANDBOX_WORDS[self.mode]}"
                          + (f" (no sandbox can be made here: {why})" if why else
-                            " (SANDBOX=none)" if self.mode == "none" else ""))
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TUT_", "CUEMU_"))}
+                            " (SANDBOX=none)" if self.mode == "none" else
+                            " (BACKEND=gpu: the split is the cpu backend's)"
+                            if self.backend != "cpu" else ""))
+        env = self.child_env()
         env.update(TUT_BACKEND=self.backend, TUT_TREE="chapters", TUT_BUILD=str(ws / "build"),
                    PYTHONDONTWRITEBYTECODE="1")
         if self.hidden:
@@ -661,8 +874,7 @@ class Grader:
                   "past_deadline": bool(self.deadline and now > self.deadline)}
         late(result, submitted, self.deadline, getattr(self, "penalty", 0.0))
         if not self.keep:
-            shutil.rmtree(ws, ignore_errors=True)
-            shutil.rmtree(self.results_dir(ws), ignore_errors=True)
+            shutil.rmtree(ws.parent, ignore_errors=True)
         return result
 
     def run_test(self, ws, chapter, test_id, env, entry):
@@ -761,6 +973,11 @@ def late(result, submitted, deadline, penalty):
     result["submitted"] = submitted.isoformat(timespec="seconds") if submitted else ""
     result["days_late"], result["penalty"] = 0, 0
     result["final"] = result["score"]
+    if deadline and not submitted:
+        result["notes"].append("no submission time was given for this submission (the "
+                               "platform's, or a ROSTER= with a `submitted` column): no late "
+                               "penalty applied; file times are not used, the submitter sets "
+                               "them")
     if submitted and deadline and submitted > deadline:
         days = math.ceil((submitted - deadline).total_seconds() / 86400)
         cut = min(result["score"], round(result["max_score"] * penalty / 100 * days, 2))
@@ -785,6 +1002,9 @@ def by_exercise(result):
 
 
 def write_reports(result, out):
+    """Every report of one submission, from its result with every string cleaned (no control
+    characters or terminal escapes, whichever field the student's text reached)."""
+    result = reports.clean_all(result)
     out.mkdir(parents=True, exist_ok=True)
     (out / "score.json").write_text(json.dumps(result, indent=1) + "\n")
     (out / "results.json").write_text(json.dumps(reports.gradescope(result), indent=1) + "\n")
@@ -797,7 +1017,7 @@ PLATFORMS = {"gradescope": reports.gradescope, "prairielearn": reports.prairiele
 
 
 def write_platform(result, platform, path):
-    data = PLATFORMS[platform](result)
+    data = PLATFORMS[platform](reports.clean_all(result))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1) + "\n")
 
@@ -839,20 +1059,6 @@ def read_roster(path):
     return out
 
 
-def submission_time(path, files):
-    """When it was handed in, as the file system says: an archive's time, or the newest of a
-    folder's files."""
-    try:
-        if path.is_dir():
-            stamps = [(path / p).stat().st_mtime for p in files.values() if p]
-            stamp = max(stamps) if stamps else path.stat().st_mtime
-        else:
-            stamp = path.stat().st_mtime
-    except OSError:
-        return None
-    return datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc).replace(microsecond=0)
-
-
 # ---- main ----------------------------------------------------------------------------------------
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -885,8 +1091,16 @@ def main(argv=None):
     p.add_argument("--platform", action="append", default=[], metavar="NAME=FILE",
                    help="also write that platform's result file: gradescope=, prairielearn=, "
                         "classroom50= (repeatable)")
+    p.add_argument("--slurm", type=int, metavar="N",
+                   help="--all: grade on a Slurm cluster, one array task per N submissions, "
+                        "then merge the results into one gradebook")
+    p.add_argument("--sbatch-args", default="",
+                   help="--slurm: more sbatch options (a partition, an account, a time limit)")
+    p.add_argument("--part", help=argparse.SUPPRESS)   # K/G: a Slurm task's group of a class
     args = p.parse_args(argv)
     args.out = args.out.resolve()
+    if (args.slurm or args.part) and not args.all:
+        p.error("--slurm goes with --all")
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     grader = None
     try:
@@ -913,6 +1127,8 @@ def main(argv=None):
         grader.chapters = chapters_to_grade(args.chapters)
         if args.submission:
             return grade_one(grader, args)
+        if args.slurm:
+            return grade_slurm(grader, args)
         return grade_all(grader, args)
     except GradeError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -932,12 +1148,12 @@ def grade_one(grader, args):
     def progress(t):   # a line per test: grading a chapter takes a while
         print(f"  {t['id']:<14} {reports.MARK.get(t['status'], t['status'])} "
               f"({t['seconds']:.1f} s)", flush=True)
-    result = grader.grade(name, submission_files(sub), args.out / "work", submitted, progress)
+    result = grade_safely(grader, name, sub, args.out / "work", submitted, progress)
     print()
     write_reports(result, args.out)
     for platform, path in args.platform:
         write_platform(result, platform, path)
-    print(reports.feedback(result), end="")
+    print(reports.feedback(reports.clean_all(result)), end="")
     for f in ("score.json", "results.json", "junit.xml", "feedback.txt"):
         print(f"wrote {args.out / f}")
     for platform, path in args.platform:
@@ -972,6 +1188,45 @@ def regrade_seed(args, seed):
     return recorded["seed"]
 
 
+def grade_safely(grader, name, path, work, submitted, progress=None):
+    """Grade one submission whatever it holds: an archive that cannot be read, or anything in
+    it that makes the grader itself fail, becomes this student's result with the reason (and
+    no points), never an end of the class's run. GradeError (the grader's own setup) stops."""
+    note = ""
+    try:
+        files = submission_files(path)
+    except Unreadable as e:
+        files, note = {}, str(e)
+    try:
+        r = grader.grade(name, files, work / "tree", submitted, progress)
+    except GradeError:
+        raise
+    except Exception as e:   # a bug of the grader's that this submission found: tell, go on
+        print(f"grader error on {name}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+        note = (f"the grader failed on this submission ({type(e).__name__}: {e}): graded as "
+                f"nothing handed in; your instructor has the details")
+        r = grader.grade(name, {}, work / "tree", submitted, progress)
+    if note:
+        r["notes"].insert(0, note)
+    return r
+
+
+def class_names(subs):
+    """{student name: path}: the submission's file name without its extension, made safe for
+    a file name. Two that meet (alice/ and alice.zip) keep their extensions (alice.zip), then a
+    number: each is still graded, its name in the gradebook says which it was."""
+    names = {}
+    for s in subs:
+        n = safe_name(student_name(s))
+        if n in names:
+            n = safe_name(s.name)
+            i = 2
+            while n in names:
+                n, i = f"{safe_name(s.name)}~{i}", i + 1
+        names[n] = s
+    return names
+
+
 def grade_all(grader, args):
     if not args.all.is_dir():
         raise GradeError(f"SUBMISSIONS={args.all} is not a directory")
@@ -979,13 +1234,18 @@ def grade_all(grader, args):
         p.is_dir() or p.name.lower().endswith(ARCHIVES)))
     if not subs:
         raise GradeError(f"no submissions (folders or {', '.join(ARCHIVES)}) in {args.all}")
-    names = {}
-    for s in subs:
-        n = safe_name(student_name(s))
-        if n in names:
-            raise GradeError(f"{s.name} and {names[n].name} are the same student ({n})")
-        names[n] = s
+    names = class_names(subs)
     roster = read_roster(args.roster) if args.roster else {}
+    if args.part:   # a Slurm task: its group only, into the class's folders; no gradebook
+        k, g = (int(x) for x in args.part.split("/"))
+        group = part_of(list(names), k, g)
+        print(f"slurm task {k} of {g}: grading {', '.join(group)}", flush=True)
+        for name in group:
+            submitted = (roster.get(name) or {}).get("submitted")
+            r = grade_safely(grader, name, names[name], args.out / "work" / name, submitted)
+            write_reports(r, args.out / "results" / name)
+            print(f"{name}: {r['score']}/{r['max_score']} ({r['seconds']} s)", flush=True)
+        return 0
     run = {"chapters": grader.chapters, "backend": grader.backend, "hidden": grader.hidden,
            "hidden_sha256": hidden_digest(grader.hidden), "seed": grader.seed,
            "sandbox": grader.mode,
@@ -1017,42 +1277,157 @@ def grade_all(grader, args):
     print(f"grading {len(todo)} submission(s) of chapter(s) {', '.join(grader.chapters)} on "
           f"the {grader.backend} backend, {args.jobs} at a time, seed {grader.seed}, "
           f"{SANDBOX_WORDS[grader.mode]}", flush=True)
+    if grader.deadline and not roster:
+        print("note: DEADLINE without a ROSTER= giving each submission's time: no late penalty "
+              "can be applied (file times are the submitter's to set, so they are not used)",
+              flush=True)
     started, done = time.monotonic(), 0
 
     def one(name):
-        try:
-            files = submission_files(names[name])
-        except (ValueError, OSError, tarfile.TarError, zipfile.BadZipFile) as e:
-            files = {}
-            note = f"the submission could not be read: {e}"
-        else:
-            note = ""
-        taken_paths = {}
+        # the time the platform or the instructor recorded, never a file's (the submitter's)
         submitted = (roster.get(name) or {}).get("submitted")
-        r = grader.grade(name, files, args.out / "work" / name, None)
-        if submitted is None:
-            taken_paths = r["files"]
-            submitted = submission_time(names[name], taken_paths)
-        late(r, submitted, grader.deadline, grader.penalty)
-        if note:
-            r["notes"].insert(0, note)
+        r = grade_safely(grader, name, names[name], args.out / "work" / name, submitted)
+        if safe_name(student_name(names[name])) != name:
+            r["notes"].insert(0, f"another submission has the name "
+                                 f"{safe_name(student_name(names[name]))}: this one "
+                                 f"({names[name].name}) is graded as {name}")
         write_reports(r, args.out / "results" / name)
         return r
 
+    failure = None
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = {pool.submit(one, n): n for n in todo}
         for fut in concurrent.futures.as_completed(futures):
-            r = fut.result()
+            try:
+                r = fut.result()
+            except GradeError as e:   # the grader's setup: every later one would fail alike
+                failure = failure or e
+                for f in futures:
+                    f.cancel()
+                continue
+            except concurrent.futures.CancelledError:
+                continue
+            except Exception as e:   # even grading it as empty failed: a row that says so
+                name = futures[fut]
+                print(f"grader error on {name}: {type(e).__name__}: {e}", file=sys.stderr)
+                r = failed_result(grader, name, f"not graded: the grader failed on this "
+                                                f"submission ({type(e).__name__}); your "
+                                                f"instructor has the details")
+                write_reports(r, args.out / "results" / name)
             done += 1
             print(f"[{done}/{len(todo)}] {r['student']}: {r['score']}/{r['max_score']} "
                   f"({r['seconds']} s)", flush=True)
     run_file.write_text(json.dumps(run, indent=1) + "\n")
-    book = write_gradebook(args.out, roster)
+    book = write_gradebook(args.out, roster)   # always, with every row graded so far
+    if failure:
+        raise GradeError(f"{failure}\n(the gradebook {book} has the {done} submission(s) graded "
+                         f"before this)")
     took = time.monotonic() - started
     print(f"graded {len(todo)} submission(s) in {took:.0f} s of wall time ({args.jobs} at a "
           f"time)\nwrote {book}\nwrote {args.out / 'feedback'}/<student>.txt and "
           f"{args.out / 'results'}/<student>/{{score.json,results.json,junit.xml}}")
     return 0
+
+
+class _CellWriter:
+    def __init__(self, writer):
+        self.writer = writer
+
+    def writerow(self, row):
+        self.writer.writerow([reports.cell(c) for c in row])
+
+
+def failed_result(grader, name, note):
+    """The row of a submission the grader could not grade at all: 0 points, and why."""
+    r = {"student": name, "backend": grader.backend, "seed": grader.seed,
+         "sandbox": grader.mode, "chapters": grader.chapters, "score": 0, "max_score": 0,
+         "seconds": 0.0, "files": {}, "tests": [], "notes": [note],
+         "graded": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    late(r, None, None, 0)
+    return r
+
+
+def part_of(names, k, groups):
+    """The k-th of `groups` contiguous groups of the sorted names (as even as they go)."""
+    names = sorted(names)
+    size = -(-len(names) // groups)
+    return names[k * size:(k + 1) * size]
+
+
+def grade_slurm(grader, args):
+    """make grade-slurm: one Slurm array job, a task per group of args.slurm submissions, each
+    task `grade.py --all --part K/G` in the same sandbox as grade-all (--gres=gpu:1 on the gpu
+    backend); sbatch --wait returns when every task has ended, and the results, which every
+    task writes into the class's results/<student>/ on the shared file system, are merged into
+    one gradebook. A task that fails leaves its students' rows saying so."""
+    sbatch = shutil.which("sbatch")
+    if not sbatch:
+        raise GradeError("GROUP= grades on a Slurm cluster, and there is no sbatch here: run it "
+                         "on the cluster's login node")
+    if not args.all.is_dir():
+        raise GradeError(f"SUBMISSIONS={args.all} is not a directory")
+    subs = sorted(p for p in args.all.iterdir() if not p.name.startswith(".") and (
+        p.is_dir() or p.name.lower().endswith(ARCHIVES)))
+    if not subs:
+        raise GradeError(f"no submissions (folders or {', '.join(ARCHIVES)}) in {args.all}")
+    names = class_names(subs)
+    roster = read_roster(args.roster) if args.roster else {}
+    for old in ("results", "feedback", "work", "slurm", "gradebook.csv", "run.json"):
+        target = args.out / old
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+    groups = -(-len(names) // max(1, args.slurm))
+    slurm = args.out / "slurm"
+    slurm.mkdir(parents=True)
+    task = [sys.executable, str(Path(__file__).resolve()), "--all", str(args.all.resolve()),
+            "--out", str(args.out), "--seed", str(grader.seed), "--backend", grader.backend,
+            "--chapters", ",".join(grader.chapters), "--timeout", f"{args.timeout:g}",
+            "--max-output", str(args.max_output), "--sandbox", args.sandbox,
+            "--isolate", args.isolate, "--jobs", "1"]
+    for flag, value in (("--hidden", grader.hidden), ("--memory", args.memory),
+                        ("--roster", args.roster and args.roster.resolve()),
+                        ("--deadline", args.deadline), ("--penalty", args.penalty or None)):
+        if value:
+            task += [flag, str(value)]
+    script = slurm / "grade.sbatch"
+    script.write_text("#!/bin/sh\n# written by tools/grade.py --slurm: one task per group of "
+                      "submissions\nexec " + shlex.join(task) + ' --part "$SLURM_ARRAY_TASK_ID/'
+                      + str(groups) + '"\n')
+    cmd = [sbatch, "--wait", "--parsable", f"--array=0-{groups - 1}", "--job-name=grade",
+           f"--output={slurm}/%a.log", "--cpus-per-task=1", f"--chdir={REPO}"]
+    if grader.backend == "gpu":
+        cmd.append("--gres=gpu:1")
+    cmd += shlex.split(args.sbatch_args) + [str(script)]
+    print(f"grading {len(names)} submission(s) of chapter(s) {', '.join(grader.chapters)} on "
+          f"Slurm: {groups} array task(s) of up to {args.slurm}, the {grader.backend} backend, "
+          f"seed {grader.seed}, {SANDBOX_WORDS[grader.mode]}", flush=True)
+    started = time.monotonic()
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    print(f"sbatch: job {run.stdout.strip() or '?'} ended with exit status {run.returncode}"
+          + (f": {run.stderr.strip()}" if run.returncode else ""), flush=True)
+    if run.returncode and not (args.out / "results").exists():
+        raise GradeError(f"sbatch failed and no task graded anything:\n{run.stderr}"
+                         f"(logs in {slurm})")
+    for k in range(groups):
+        for name in part_of(list(names), k, groups):
+            if (args.out / "results" / name / "score.json").exists():
+                continue
+            write_reports(failed_result(grader, name, (
+                f"not graded: its Slurm task ({k} of {groups}) ended before grading it; the "
+                f"instructor has the task's log (slurm/{k}.log)")), args.out / "results" / name)
+    run_info = {"chapters": grader.chapters, "backend": grader.backend,
+                "hidden": grader.hidden, "hidden_sha256": hidden_digest(grader.hidden),
+                "seed": grader.seed, "sandbox": grader.mode,
+                "deadline": grader.deadline.isoformat() if grader.deadline else "",
+                "penalty": grader.penalty}
+    (args.out / "run.json").write_text(json.dumps(run_info, indent=1) + "\n")
+    book = write_gradebook(args.out, roster)
+    print(f"graded {len(names)} submission(s) on Slurm in {time.monotonic() - started:.0f} s "
+          f"of wall time\nwrote {book}\nwrote {args.out / 'feedback'}/<student>.txt and "
+          f"{args.out / 'results'}/<student>/ (task logs: {slurm}/<task>.log)")
+    return 0 if run.returncode == 0 else 1
 
 
 def write_gradebook(out, roster):
@@ -1061,7 +1436,7 @@ def write_gradebook(out, roster):
     results = {}
     for f in sorted((out / "results").glob("*/score.json")):
         r = json.loads(f.read_text())
-        results[f.parent.name] = r
+        results[f.parent.name] = reports.clean_all(r)
     fb_dir = out / "feedback"
     fb_dir.mkdir(parents=True, exist_ok=True)
     columns = []
@@ -1070,12 +1445,14 @@ def write_gradebook(out, roster):
             if ex not in columns:
                 columns.append(ex)
     columns.sort(key=lambda e: [int(x) for x in e.split(".")])
-    maxima = by_exercise(next(iter(results.values()))) if results else {}
+    # the maxima from a submission that was graded (a row the grader could not grade has none)
+    maxima = by_exercise(max(results.values(), key=lambda r: r["max_score"])) if results else {}
     book = out / "gradebook.csv"
     with_id = bool(roster)
     tmp = book.with_suffix(".csv.part")
     with open(tmp, "w", newline="") as f:
-        w = csv.writer(f)
+        # every cell as text a spreadsheet will not run (reports.cell)
+        w = _CellWriter(csv.writer(f))
         w.writerow(["student"] + (["student_id"] if with_id else []) + columns
                    + ["total", "max", "submitted", "days_late", "penalty", "final", "sandbox"])
         w.writerow(["(max)"] + ([""] if with_id else []) +

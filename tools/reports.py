@@ -27,14 +27,48 @@ VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
 # the harness's statuses (issue 20 adds NOT BUILT and CRASH rows)
 MARK = {"PASS": "pass", "FAIL": "FAIL", "NOT DONE": "todo", "ERROR": "ERROR", "SKIP": "skip",
         "NOT BUILT": "FAIL", "CRASH": "FAIL"}
-# ANSI escape sequences (colours, cursor moves) and characters XML 1.0 cannot hold
-_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufffe\uffff\ud800-\udfff]")
+# ANSI escape sequences (colours, cursor moves; ESC or its one-character C1 forms, U+009B CSI
+# and U+009D OSC, which a terminal obeys too), then every control character but tab and newline:
+# C0, DEL, C1, what XML 1.0 cannot hold, and the bidirectional overrides and isolates that make
+# a line read differently from what it holds
+_ANSI = re.compile("(?:\x1b\\[|\x9b)[0-?]*[ -/]*[@-~]|(?:\x1b\\]|\x9d)[^\x07\x1b\x9c]*"
+                   "(?:\x07|\x1b\\\\|\x9c)?|\x1b[@-Z\\\\-_]")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e"
+                      "\u2066-\u2069\ufffe\uffff\ud800-\udfff]")
 
 
 def clean(text):
-    """Text any report can carry: no ANSI escapes, no control characters but tab and newline."""
-    return _NOT_XML.sub("", _ANSI.sub("", text or "").replace("\r\n", "\n").replace("\r", "\n"))
+    """Text any report can carry: no ANSI escapes, no control characters but tab and newline
+    (a CR ends a line: it could otherwise overwrite one on a terminal)."""
+    text = str(text or "").replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROL.sub("", _ANSI.sub("", text))
+
+
+def clean_all(value):
+    """value (a score dict, say) with every string in it, keys too, clean()ed: what reaches a
+    report is then clean whichever field it came from (a message, a note, a file name)."""
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, dict):
+        return {clean_all(k): clean_all(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean_all(v) for v in value]
+    return value
+
+
+# what a spreadsheet takes for the start of a formula (=, +, -, @) or of a cell split (tab, CR)
+_FORMULA = ("=", "+", "-", "@", "\t", "\r", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def cell(value):
+    """A gradebook cell a spreadsheet shows as text: numbers as they are, a string that starts
+    like a formula behind an apostrophe (the usual defence against CSV formula injection), and
+    clean() of control characters (a line end inside a cell is a space)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    text = clean(value).replace("\n", " ").replace("\t", " ")
+    # (after blanks too: a spreadsheet may drop them and then read a formula)
+    return "'" + text if text.lstrip().startswith(_FORMULA) else text
 
 
 def shown(test, result):

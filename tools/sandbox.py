@@ -169,8 +169,12 @@ def _build_root(root, ro, rw, devices, tmp_size):
         src = d if d.startswith("/") else "/dev/" + d
         if os.path.exists(src):
             dst = root + "/dev/" + os.path.basename(src)
-            open(dst, "w").close()
-            _mount(src, dst, None, MS_BIND)
+            if os.path.isdir(src):   # a folder of nodes (a GPU's /dev/nvidia-caps)
+                os.makedirs(dst, exist_ok=True)
+                _mount(src, dst, None, MS_BIND | MS_REC)
+            else:                    # a node of any type: a file is what a bind needs
+                open(dst, "w").close()
+                _mount(src, dst, None, MS_BIND)
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
                          ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
         os.symlink(target, f"{root}/dev/{name}")
@@ -299,7 +303,12 @@ def _landlock(read, write):
 
 
 def _limits(args):
-    for which, value in ((resource.RLIMIT_AS, args.mem), (resource.RLIMIT_CPU, args.cpu),
+    # With a GPU bound, CUDA reserves address space far past any RLIMIT_AS a sandbox would
+    # give (cuInit fails with out of memory even at 8 GiB): the limit is then on data
+    # (RLIMIT_DATA: private writable memory, what malloc and NumPy use), which CUDA's
+    # reservations and its mappings of the device do not count against.
+    mem = resource.RLIMIT_DATA if any("nvidia" in d for d in args.dev) else resource.RLIMIT_AS
+    for which, value in ((mem, args.mem), (resource.RLIMIT_CPU, args.cpu),
                          (resource.RLIMIT_FSIZE, args.fsize), (resource.RLIMIT_NPROC, args.nproc),
                          (resource.RLIMIT_NOFILE, args.nofile), (resource.RLIMIT_CORE, 0)):
         soft, hard = resource.getrlimit(which)
