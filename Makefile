@@ -148,7 +148,7 @@ $(BUILD)/cpu/$(1)/obj/%.o: $(BUILD)/cpu/$(1)/obj/%.cpp $(COMMON_H) $$(EMU_HEADER
 	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -I$(1)/$$(*D) $$(EMU_FLAGS_$$(*D)) -c -o $$@ $$<
 $(BUILD)/cpu/$(1)/lib%.so: $$$$(addprefix $(BUILD)/cpu/$(1)/obj/$$$$*/,$$$$(addsuffix .o,$$$$(basename $$$$(notdir $$$$(wildcard $(1)/$$$$*/*.cu))))) $(BUILD)/cpu/common/tut_check.o $$(EMU_RUNTIME)
 	@rm -f $$@
-	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) $$(if $$(findstring clang,$$(EMU_CXX)),-Qunused-arguments) -shared -o $$@ $$(filter $(BUILD)/cpu/$(1)/obj/%,$$^) $(BUILD)/cpu/common/tut_check.o -Wl,--whole-archive $$(EMU_RUNTIME) -Wl,--no-whole-archive $$(EMU_LDLIBS)
+	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) $$(if $$(filter clang,$$(EMU_CXX_KIND)),-Qunused-arguments) -shared -o $$@ $$(filter $(BUILD)/cpu/$(1)/obj/%,$$^) $(BUILD)/cpu/common/tut_check.o -Wl,--whole-archive $$(EMU_RUNTIME) -Wl,--no-whole-archive $$(EMU_LDLIBS)
 	@rm -f $$(@:.so=.failed)
 endef
 $(foreach t,chapters solutions,$(eval $(call cpu_lib,$(t))))
