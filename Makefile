@@ -59,12 +59,15 @@ ifeq ($(ARCH),)
   ARCH := $(if $(HAVE_GPU),native,sm_90)
 endif
 
-# Python with NumPy: $(PYTHON) if it has it, else a virtual environment made under build/.
+# Python with NumPy: $(PYTHON) if it has NumPy as new as requirements.txt asks, else a virtual
+# environment made under build/. TUT_PY_NUMPY: yes, no (none), or the older version it has.
+NUMPY_MIN := $(shell sed -n 's/^numpy>=\([0-9.]*\).*/\1/p' requirements.txt)
 ifneq ($(TUT_PY_CHECKED),$(PYTHON))
   export TUT_PY_CHECKED := $(PYTHON)
-  export TUT_PY_HAS_NUMPY := $(shell $(PYTHON) -c 'import numpy' >/dev/null 2>&1 && echo yes || echo no)
+  export TUT_PY_NUMPY := $(shell $(PYTHON) -c 'import numpy as n; v = n.__version__; old = [int(x) for x in v.split(".")[:2]] < [int(x) for x in "$(NUMPY_MIN)".split(".")[:2]]; print(v if old else "yes")' 2>/dev/null || echo no)
 endif
-PY_HAS_NUMPY := $(filter yes,$(TUT_PY_HAS_NUMPY))
+PY_HAS_NUMPY := $(filter yes,$(TUT_PY_NUMPY))
+PY_WHY_VENV   = $(if $(filter no,$(TUT_PY_NUMPY)),has no NumPy,has NumPy $(TUT_PY_NUMPY)$(comma) older than the $(NUMPY_MIN) the course needs)
 ifeq ($(PY_HAS_NUMPY),yes)
   PY       := $(PYTHON)
   PY_READY :=
@@ -161,7 +164,7 @@ $(foreach t,chapters solutions,$(eval $(call cpu_lib,$(t))))
 # costs as much again as NumPy); else the venv gets its own pip (ensurepip, python3-venv).
 PIP_FLAGS := --quiet --disable-pip-version-check
 $(BUILD)/venv/.ready: requirements.txt
-	@echo "Setting up Python (once): $(PYTHON) has no NumPy, so making $(BUILD)/venv and installing requirements.txt into it with pip (about 30 s)..."
+	@echo "Setting up Python (once): $(PYTHON) $(PY_WHY_VENV), so making $(BUILD)/venv and installing requirements.txt into it with pip (about 30 s)..."
 	@if $(PYTHON) -m pip --python "$$(command -v $(PYTHON))" --version >/dev/null 2>&1; then \
 	  echo "$(PYTHON) -m venv --clear --without-pip $(BUILD)/venv && $(PYTHON) -m pip --python $(BUILD)/venv/bin/python install $(PIP_FLAGS) -r requirements.txt"; \
 	  $(PYTHON) -m venv --clear --without-pip $(BUILD)/venv && \
