@@ -303,6 +303,11 @@ MUTANTS_ARGS ?=
 mutants: python emu-lib $(BUILD)/cpu/common/tut_check.o ## plant classic bugs in solutions/ one at a time: does a test catch each? (CH=NN)
 	@$(TEST_ENV) $(PY) tools/mutants.py --build $(BUILD) --no-prepare $(if $(filter command line,$(origin CH)),$(CH)) $(MUTANTS_ARGS)
 
+# Every compiler, distribution, architecture and toolkit this machine reaches, one row each
+# (tools/platforms.sh; slow: an emulator build per compiler; chroots need root). ONLY=regex.
+platforms: ## maintainers: build and test on every platform this machine reaches (compilers, Debian 13, nvcc archs, CUDA 12), print a table
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) NVCC="$(NVCC)" bash tools/platforms.sh
+
 clean: ## remove build/
 	rm -rf $(BUILD)
 
@@ -339,4 +344,4 @@ include tools/classroom.mk
 
 FORCE:
 .PHONY: watch hint check-bench all python run bench check check-solutions test exercises exercises-check nvcc-compile \
-	nvcc-missing-note clean help nvcc-present cmake-present ch-present mutants FORCE
+	nvcc-missing-note clean help nvcc-present cmake-present ch-present mutants platforms FORCE

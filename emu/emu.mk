@@ -47,7 +47,7 @@ EMU_CXX_MAJOR := $(word 2,$(TUT_EMU_CXX_ID))
 EMU_CXX_BAD  := $(strip $(if $(TUT_EMU_CXX_ID),$(if $(shell test "$(EMU_CXX_MAJOR)" -ge "$(EMU_CXX_MIN_$(EMU_CXX_KIND))" 2>/dev/null || echo old),\
   $(EMU_CXX) is $(EMU_CXX_KIND) $(EMU_CXX_MAJOR): the emulator needs gcc $(EMU_CXX_MIN_gcc) or clang $(EMU_CXX_MIN_clang) or newer (make CXX=g++-12$(comma) say)),\
   $(EMU_CXX) does not compile C++: the emulator needs gcc $(EMU_CXX_MIN_gcc) or clang $(EMU_CXX_MIN_clang) or newer (Debian/Ubuntu: apt-get install g++)))
-EMU_GOALS    := emu-lib emu-tests emu-bench cuemu-nvcc test mutants grade grade-all platforms
+EMU_GOALS    := emu-lib emu-tests emu-bench cuemu-nvcc test mutants grade grade-all
 ifneq ($(EMU_CXX_BAD),)
 ifneq ($(or $(filter cpu,$(B)),$(filter $(EMU_GOALS),$(MAKECMDGOALS))),)
 ifeq ($(filter help clean hint,$(MAKECMDGOALS)),)
