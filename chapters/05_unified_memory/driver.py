@@ -496,9 +496,7 @@ def test_view(ctx):
                 (lambda: v.view(np.float32, (2, 2)), ValueError, "5 floats as 2x2"),
                 (lambda: v.view(np.float32, (6,)), ValueError, "5 floats as 6"),
                 (lambda: v.view(object), TypeError, "object dtype view"),
-                # the protocol NumPy 2's np.asarray(v, dtype, copy=False) calls; asked
-                # directly, since NumPy 1.x's asarray has no copy= (requirements.txt: 1.22)
-                (lambda: v.__array__(np.float64, copy=False), ValueError,
+                (lambda: np.asarray(v, dtype=np.float64, copy=False), ValueError,
                  "another dtype without a copy"),
                 (lambda: tut.ManagedArray(lib, 0), ValueError, "0 elements"),
                 (lambda: tut.ManagedArray(lib, -3), ValueError, "negative shape"),
