@@ -16,6 +16,7 @@
 #   hooks           every executable tools/platforms.d/*.sh (the 64-bit Arm leg, say): run with
 #                   REPO, OUT, CHROOTS in the environment, it prints rows "platform|compiler|what|result".
 #
+# Run it with nice if the machine is shared: it keeps every core busy for a long time.
 # Environment: ONLY="regex" keeps the legs whose name matches (e.g. ONLY="g\+\+-14|nvcc");
 # CHROOTS (default $BUILD/platforms/chroots), MIRROR (the Debian mirror for debootstrap),
 # MAKE_CHROOTS=0 (use only chroots already there), APPEND=1 (keep the earlier rows), PYTHON.
@@ -58,15 +59,15 @@ compiler_leg() {
         fi
         return
     fi
-    if ! run_in "nice make BUILD='$b' CXX='$cxx' PYTHON='$PYTHON' BACKEND=cpu emu-tests cuemu-nvcc python" >"$log" 2>&1; then
+    if ! run_in "make BUILD='$b' CXX='$cxx' PYTHON='$PYTHON' BACKEND=cpu emu-tests cuemu-nvcc python" >"$log" 2>&1; then
         row "$plat" "$cxx" "emulator build" "FAIL (see $log)"; return
     fi
     local py; py="$(run_in "if [ -x '$b/venv/bin/python' ]; then echo '$b/venv/bin/python'; else command -v '$PYTHON'; fi")"
-    run_in "cmake -S tests -B '$b/tests/emu' -DMODE=maintainer -DBACKEND=cpu -DPYTHON='$py' -DBUILD_DIR='$b' >/dev/null && nice ctest --test-dir '$b/tests/emu' -L '^emu$' --parallel $JOBS --output-on-failure" >>"$log" 2>&1
+    run_in "cmake -S tests -B '$b/tests/emu' -DMODE=maintainer -DBACKEND=cpu -DPYTHON='$py' -DBUILD_DIR='$b' >/dev/null && ctest --test-dir '$b/tests/emu' -L '^emu$' --parallel $JOBS --output-on-failure" >>"$log" 2>&1
     local rc=$? summary
     summary="$(grep -E 'tests passed|tests failed' "$log" | tail -n1)"
     row "$plat" "$cxx" "emulator tests (ctest -L emu)" "$([ $rc = 0 ] && echo pass || echo FAIL): ${summary:-no summary}"
-    if run_in "nice make BUILD='$b' CXX='$cxx' PYTHON='$PYTHON' BACKEND=cpu check-solutions CH=01" >>"$log" 2>&1; then
+    if run_in "make BUILD='$b' CXX='$cxx' PYTHON='$PYTHON' BACKEND=cpu check-solutions CH=01" >>"$log" 2>&1; then
         row "$plat" "$cxx" "chapter 01 solutions" "pass ($(secs "$t0") s in all)"
     else
         row "$plat" "$cxx" "chapter 01 solutions" "FAIL (see $log)"
@@ -138,7 +139,8 @@ fi
 
 # ---- nvcc: every chapter for each architecture -------------------------------------------------
 # One nvcc per file for all the architectures (its front end once, ptxas per architecture); a
-# file that fails is compiled again per architecture to say which.
+# file that fails is compiled again per architecture to say which. The solutions: the exercise
+# stubs are the same code with holes, compiled by make test (nvcc-compile) for sm_90.
 NVCC="${NVCC:-nvcc}"
 if want "nvcc" && command -v "$NVCC" >/dev/null; then
     rel="$("$NVCC" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
@@ -151,15 +153,15 @@ if want "nvcc" && command -v "$NVCC" >/dev/null; then
         fi
     done
     t0=$(date +%s); declare -A bad=()
-    for f in common/tut_check.cu solutions/*/*.cu chapters/*/*.cu; do
-        nice "$NVCC" -std=c++17 -Icommon -I"$(dirname "$f")" $gencode --cuda -o /dev/null "$f" \
+    for f in common/tut_check.cu solutions/*/*.cu; do
+        "$NVCC" -std=c++17 -Icommon -I"$(dirname "$f")" $gencode --cuda -o /dev/null "$f" \
             >>"$OUT/nvcc.log" 2>&1 && continue
         for a in $offered; do
-            nice "$NVCC" -std=c++17 -Icommon -I"$(dirname "$f")" -arch=sm_$a --cuda -o /dev/null "$f" \
+            "$NVCC" -std=c++17 -Icommon -I"$(dirname "$f")" -arch=sm_$a --cuda -o /dev/null "$f" \
                 >>"$OUT/nvcc-sm_$a.log" 2>&1 || bad[$a]="${bad[$a]:-} $f"
         done
     done
-    n=$(ls common/tut_check.cu solutions/*/*.cu chapters/*/*.cu | wc -l)
+    n=$(ls common/tut_check.cu solutions/*/*.cu | wc -l)
     for a in $offered; do
         row "nvcc $rel" "sm_$a" "all $n .cu files compile (ptxas included)" "$([ -z "${bad[$a]:-}" ] && echo "pass" || echo "FAIL:${bad[$a]}")"
     done
@@ -172,10 +174,13 @@ if want "cuda12"; then
     if [ -x "$TRIXIE/usr/bin/nvcc" ] && chroot_ready trixie "$TRIXIE" ""; then
         b="$OUT/cuda12"; rel="$(chroot "$TRIXIE" nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
         # CUDA 12.4 accepts gcc up to 13: Debian's nvcc is set up for its own supported g++.
-        if chroot "$TRIXIE" bash -c "cd '$REPO' && nice make BUILD='$b' BACKEND=gpu ARCH=sm_90 NVCC='nvcc -ccbin g++-13' all" >"$OUT/cuda12.log" 2>&1; then
-            row "Debian 13 CUDA $rel" "nvcc, g++-13" "every chapter's library (sm_90)" "pass ($(ls "$b"/gpu/*/lib*.so | wc -l) libraries)"
+        # the solutions' libraries (the exercise stubs are the same code with holes), which
+        # the drivers can then run on a GPU machine (TUT_BUILD=that build TUT_TREE=solutions)
+        libs="$(for d in solutions/[0-9][0-9]_*/; do echo "$b/gpu/solutions/lib$(basename "$d").so"; done)"
+        if chroot "$TRIXIE" bash -c "cd '$REPO' && make BUILD='$b' BACKEND=gpu ARCH=sm_90 NVCC='nvcc -ccbin g++-13' $(echo $libs)" >"$OUT/cuda12.log" 2>&1; then
+            row "Debian 13 CUDA $rel" "nvcc, g++-13" "every solution's library (sm_90)" "pass ($(ls "$b"/gpu/solutions/lib*.so | wc -l) libraries)"
         else
-            row "Debian 13 CUDA $rel" "nvcc, g++-13" "every chapter's library (sm_90)" "FAIL (see $OUT/cuda12.log)"
+            row "Debian 13 CUDA $rel" "nvcc, g++-13" "every solution's library (sm_90)" "FAIL (see $OUT/cuda12.log)"
         fi
     else
         row "CUDA 12" "-" "every chapter's library" "skipped: no CUDA 12 nvcc in $TRIXIE (apt-get install nvidia-cuda-toolkit there)"
