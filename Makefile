@@ -336,7 +336,7 @@ sanitize: all python ## every solution test under compute-sanitizer memcheck/rac
 ch-present:
 	@$(if $(filter command line,$(origin CH)),test -n "$(CH_DIR)" || { echo "$(CH_ERROR)"; exit 1; })
 nvcc-present:
-	@command -v $(NVCC) >/dev/null 2>&1 || { echo "error: $(NVCC) not found: install the CUDA toolkit (13.0 or newer), or use the emulator: make BACKEND=cpu"; exit 1; }
+	@command -v $(NVCC) >/dev/null 2>&1 || { echo "error: $(NVCC) not found: install the CUDA toolkit (12.4 or newer), or use the emulator: make BACKEND=cpu"; exit 1; }
 cmake-present:
 	@command -v cmake >/dev/null 2>&1 && command -v ctest >/dev/null 2>&1 || { echo "error: cmake/ctest not found: install CMake 3.20 or newer (Debian/Ubuntu: apt-get install cmake)"; exit 1; }
 
