@@ -59,12 +59,15 @@ ifeq ($(ARCH),)
   ARCH := $(if $(HAVE_GPU),native,sm_90)
 endif
 
-# Python with NumPy: $(PYTHON) if it has it, else a virtual environment made under build/.
+# Python with NumPy: $(PYTHON) if it has NumPy as new as requirements.txt asks, else a virtual
+# environment made under build/. TUT_PY_NUMPY: yes, no (none), or the older version it has.
+NUMPY_MIN := $(shell sed -n 's/^numpy>=\([0-9.]*\).*/\1/p' requirements.txt)
 ifneq ($(TUT_PY_CHECKED),$(PYTHON))
   export TUT_PY_CHECKED := $(PYTHON)
-  export TUT_PY_HAS_NUMPY := $(shell $(PYTHON) -c 'import numpy' >/dev/null 2>&1 && echo yes || echo no)
+  export TUT_PY_NUMPY := $(shell $(PYTHON) -c 'import numpy as n; v = n.__version__; old = [int(x) for x in v.split(".")[:2]] < [int(x) for x in "$(NUMPY_MIN)".split(".")[:2]]; print(v if old else "yes")' 2>/dev/null || echo no)
 endif
-PY_HAS_NUMPY := $(filter yes,$(TUT_PY_HAS_NUMPY))
+PY_HAS_NUMPY := $(filter yes,$(TUT_PY_NUMPY))
+PY_WHY_VENV   = $(if $(filter no,$(TUT_PY_NUMPY)),has no NumPy,has NumPy $(TUT_PY_NUMPY)$(comma) older than the $(NUMPY_MIN) the course needs)
 ifeq ($(PY_HAS_NUMPY),yes)
   PY       := $(PYTHON)
   PY_READY :=
@@ -148,7 +151,7 @@ $(BUILD)/cpu/$(1)/obj/%.o: $(BUILD)/cpu/$(1)/obj/%.cpp $(COMMON_H) $$(EMU_HEADER
 	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -I$(1)/$$(*D) $$(EMU_FLAGS_$$(*D)) -c -o $$@ $$<
 $(BUILD)/cpu/$(1)/lib%.so: $$$$(addprefix $(BUILD)/cpu/$(1)/obj/$$$$*/,$$$$(addsuffix .o,$$$$(basename $$$$(notdir $$$$(wildcard $(1)/$$$$*/*.cu))))) $(BUILD)/cpu/common/tut_check.o $$(EMU_RUNTIME)
 	@rm -f $$@
-	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) $$(if $$(findstring clang,$$(EMU_CXX)),-Qunused-arguments) -shared -o $$@ $$(filter $(BUILD)/cpu/$(1)/obj/%,$$^) $(BUILD)/cpu/common/tut_check.o -Wl,--whole-archive $$(EMU_RUNTIME) -Wl,--no-whole-archive $$(EMU_LDLIBS)
+	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) $$(if $$(filter clang,$$(EMU_CXX_KIND)),-Qunused-arguments) -shared -o $$@ $$(filter $(BUILD)/cpu/$(1)/obj/%,$$^) $(BUILD)/cpu/common/tut_check.o -Wl,--whole-archive $$(EMU_RUNTIME) -Wl,--no-whole-archive $$(EMU_LDLIBS)
 	@rm -f $$(@:.so=.failed)
 endef
 $(foreach t,chapters solutions,$(eval $(call cpu_lib,$(t))))
@@ -161,7 +164,7 @@ $(foreach t,chapters solutions,$(eval $(call cpu_lib,$(t))))
 # costs as much again as NumPy); else the venv gets its own pip (ensurepip, python3-venv).
 PIP_FLAGS := --quiet --disable-pip-version-check
 $(BUILD)/venv/.ready: requirements.txt
-	@echo "Setting up Python (once): $(PYTHON) has no NumPy, so making $(BUILD)/venv and installing requirements.txt into it with pip (about 30 s)..."
+	@echo "Setting up Python (once): $(PYTHON) $(PY_WHY_VENV), so making $(BUILD)/venv and installing requirements.txt into it with pip (about 30 s)..."
 	@if $(PYTHON) -m pip --python "$$(command -v $(PYTHON))" --version >/dev/null 2>&1; then \
 	  echo "$(PYTHON) -m venv --clear --without-pip $(BUILD)/venv && $(PYTHON) -m pip --python $(BUILD)/venv/bin/python install $(PIP_FLAGS) -r requirements.txt"; \
 	  $(PYTHON) -m venv --clear --without-pip $(BUILD)/venv && \
@@ -323,6 +326,11 @@ MUTANTS_ARGS ?=
 mutants: python emu-lib $(BUILD)/cpu/common/tut_check.o ## plant classic bugs in solutions/ one at a time: does a test catch each? (CH=NN)
 	@$(TEST_ENV) $(PY) tools/mutants.py --build $(BUILD) --no-prepare $(if $(filter command line,$(origin CH)),$(CH)) $(MUTANTS_ARGS)
 
+# Every compiler, distribution, architecture and toolkit this machine reaches, one row each
+# (tools/platforms.sh; slow: an emulator build per compiler; chroots need root). ONLY=regex.
+platforms: ## maintainers: build and test on every platform this machine reaches (compilers, Debian 13, nvcc archs, CUDA 12), print a table
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) NVCC="$(NVCC)" bash tools/platforms.sh
+
 clean: ## remove build/
 	rm -rf $(BUILD)
 
@@ -351,7 +359,7 @@ sanitize: all python ## every solution test under compute-sanitizer memcheck/rac
 ch-present:
 	@$(if $(filter command line,$(origin CH)),test -n "$(CH_DIR)" || { echo "$(CH_ERROR)"; exit 1; })
 nvcc-present:
-	@command -v $(NVCC) >/dev/null 2>&1 || { echo "error: $(NVCC) not found: install the CUDA toolkit (13.0 or newer), or use the emulator: make BACKEND=cpu"; exit 1; }
+	@command -v $(NVCC) >/dev/null 2>&1 || { echo "error: $(NVCC) not found: install the CUDA toolkit (12.4 or newer), or use the emulator: make BACKEND=cpu"; exit 1; }
 cmake-present:
 	@command -v cmake >/dev/null 2>&1 && command -v ctest >/dev/null 2>&1 || { echo "error: cmake/ctest not found: install CMake 3.20 or newer (Debian/Ubuntu: apt-get install cmake)"; exit 1; }
 
@@ -359,4 +367,4 @@ include tools/classroom.mk
 
 FORCE:
 .PHONY: watch hint loop-bench all python run bench check check-solutions test exercises exercises-check nvcc-compile \
-	nvcc-missing-note clean help nvcc-present cmake-present ch-present mutants FORCE
+	nvcc-missing-note clean help nvcc-present cmake-present ch-present mutants platforms FORCE

@@ -91,6 +91,13 @@ extern "C" const char *tut_error_name(int code)
     return cudaGetErrorName((cudaError_t)code);
 }
 
+/* The CUDA runtime this library was built with (nvcc links it in): 12040 for 12.4, 13000 for
+   13.0. Some answers differ between them (a launch's configuration error, for one). */
+extern "C" int tut_runtime_version(void)
+{
+    return CUDART_VERSION;
+}
+
 /* Which backend this library was built for: the emulator compiles with TUT_BACKEND_CPU. */
 extern "C" const char *tut_backend(void)
 {

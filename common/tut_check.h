@@ -18,6 +18,8 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 
+#include "tut_cuda_compat.h"   /* CUDA 12.4+ as well as 13 */
+
 /* Status values beyond cudaError_t (all CUDA error codes are >= 0). */
 #define TUT_ERR_TODO    (-1)   /* the student's TODO(student) hole was reached */
 #define TUT_ERR_ARG     (-2)   /* bad argument caught in C (Python should have caught it first) */

@@ -27,11 +27,38 @@ endif
 # vectorisers are off so that every access the compiler emits is one the kernel wrote, and a
 # store through a null pointer stays a store (that faults) instead of being optimised away.
 comma        := ,
+# A CXX the user set (make CXX=clang++-16, or in the environment) is the emulator's compiler too.
+ifneq ($(filter command line environment,$(origin CXX)),)
+EMU_CXX      ?= $(CXX)
+else
 EMU_CXX      ?= $(or $(shell command -v clang++ 2>/dev/null),$(CXX))
+endif
+# The oldest compilers that build it: gcc 11 (C++17, -fsanitize=alignment) and clang 14
+# (-fsanitize-coverage=trace-loads). Asked once per make, from the compiler's own macros; a
+# compiler too old stops make at once, before anything is built, when the emulator is needed.
+EMU_CXX_MIN_gcc   := 11
+EMU_CXX_MIN_clang := 14
+ifneq ($(TUT_EMU_CXX_ASKED),$(EMU_CXX))
+  export TUT_EMU_CXX_ASKED := $(EMU_CXX)
+  export TUT_EMU_CXX_ID := $(shell printf '\043ifdef __clang__\nclang __clang_major__\n\043else\ngcc __GNUC__\n\043endif\n' | $(EMU_CXX) -x c++ -E -P - 2>/dev/null)
+endif
+EMU_CXX_KIND := $(word 1,$(TUT_EMU_CXX_ID))
+EMU_CXX_MAJOR := $(word 2,$(TUT_EMU_CXX_ID))
+EMU_CXX_BAD  := $(strip $(if $(TUT_EMU_CXX_ID),$(if $(shell test "$(EMU_CXX_MAJOR)" -ge "$(EMU_CXX_MIN_$(EMU_CXX_KIND))" 2>/dev/null || echo old),\
+  $(EMU_CXX) is $(EMU_CXX_KIND) $(EMU_CXX_MAJOR): the emulator needs gcc $(EMU_CXX_MIN_gcc) or clang $(EMU_CXX_MIN_clang) or newer (make CXX=g++-12$(comma) say)),\
+  $(EMU_CXX) does not compile C++: the emulator needs gcc $(EMU_CXX_MIN_gcc) or clang $(EMU_CXX_MIN_clang) or newer (Debian/Ubuntu: apt-get install g++)))
+EMU_GOALS    := emu-lib emu-tests emu-bench cuemu-nvcc test mutants grade grade-all
+ifneq ($(EMU_CXX_BAD),)
+ifneq ($(or $(filter cpu,$(B)),$(filter $(EMU_GOALS),$(MAKECMDGOALS))),)
+ifeq ($(filter help clean hint,$(MAKECMDGOALS)),)
+$(error $(EMU_CXX_BAD))
+endif
+endif
+endif
 # -simplifycfg-*-common=false: the optimiser must not merge identical accesses from the two
 # arms of an `if` into one instruction, which has no source line: a race or fault report on it
 # would name "an unknown location" instead of the student's line.
-EMU_TRACE    := $(if $(and $(findstring clang,$(EMU_CXX)),$(if $(EMU_SANITIZE),,y)),-fsanitize-coverage=edge$(comma)trace-loads$(comma)trace-stores -DCUEMU_TRACE=1 -fno-vectorize -fno-slp-vectorize -fno-delete-null-pointer-checks -mllvm -simplifycfg-sink-common=false -mllvm -simplifycfg-hoist-common=false)
+EMU_TRACE    := $(if $(and $(filter clang,$(EMU_CXX_KIND)),$(if $(EMU_SANITIZE),,y)),-fsanitize-coverage=edge$(comma)trace-loads$(comma)trace-stores -DCUEMU_TRACE=1 -fno-vectorize -fno-slp-vectorize -fno-delete-null-pointer-checks -mllvm -simplifycfg-sink-common=false -mllvm -simplifycfg-hoist-common=false)
 
 # Link-time optimisation in the hooks' build: emu/core/hooks.c is compiled to bitcode like the
 # kernels, so that the load/store hooks' fast path (a few compares) and the step from one thread
@@ -53,7 +80,7 @@ EMU_HEADERS  := $(wildcard emu/include/*.h emu/include/*.hpp)
 # -g: fault reports find the file:line with addr2line; DWARF 4 because addr2line (binutils
 # 2.40) names the .cpp instead of the #line file in DWARF 5 line tables
 # -fsanitize=alignment: misaligned accesses reach the emulator's handler (emu/core/access.c)
-EMU_ALIGN    := $(if $(EMU_SANITIZE),,-fsanitize=alignment $(if $(findstring clang,$(EMU_CXX)),-fno-sanitize-link-runtime))
+EMU_ALIGN    := $(if $(EMU_SANITIZE),,-fsanitize=alignment $(if $(filter clang,$(EMU_CXX_KIND)),-fno-sanitize-link-runtime))
 # -isystem emu/include/unsupported: one-line "not supported here" stand-ins for toolkit headers
 # the emulator does not offer (mma.h, curand.h, ...), searched after the program's own -I dirs
 # and before the system's, where a toolkit installed in /usr/local/include would be found.
@@ -107,7 +134,7 @@ $(EMU_RUNTIME): $(EMU_LIB_OBJ)
 # code is the same either way: the PCH holds only the parsed header, and each compile generates
 # code from it with its own flags; only the emulator headers' own file names, where an object
 # records them, are absolute paths.
-ifeq ($(findstring clang,$(EMU_CXX)),)
+ifeq ($(filter clang,$(EMU_CXX_KIND)),)
 EMU_PCH_DIR  := $(EMU_BUILD)/pch
 EMU_PCH      := $(EMU_PCH_DIR)/cuda_runtime.h.gch
 # The link beside it: a later #include <cuda_runtime.h> finds the .gch first, cannot use it

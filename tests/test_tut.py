@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Unit tests of the course's own machinery: common/tut.py and tools/exercises.py.
 They need no GPU and no chapter library."""
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -187,6 +189,40 @@ class Harness(unittest.TestCase):
         self.assertEqual((e.code, e.name, e.where),
                          (-104, "TPOOL_ERR_FOREIGN", "chapters/x/x.cu:12"))
         self.assertIsInstance(lib.error(-2), ValueError)
+
+    def test_a_missing_linked_library_skips_naming_it(self):
+        """A chapter library built elsewhere (CUDA 12's cuBLAS) on a machine that lacks one of
+        the libraries it links: every test skips, naming the library, and nothing crashes."""
+        import os
+        with tempfile.TemporaryDirectory() as tmp:
+            t = Path(tmp)
+            (t / "dep.c").write_text("int dep_value(void) { return 7; }\n")
+            (t / "lib.c").write_text("int dep_value(void);\nint value(void) { return dep_value(); }\n")
+            lib = t / "gpu" / "solutions" / "lib07_x.so"
+            lib.parent.mkdir(parents=True)
+            subprocess.run(["cc", "-shared", "-fPIC", "-o", str(t / "libtutdep.so.12"),
+                            "-Wl,-soname,libtutdep.so.12", str(t / "dep.c")], check=True)
+            subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(t / "lib.c"),
+                            str(t / "libtutdep.so.12")], check=True)
+            (t / "libtutdep.so.12").unlink()   # built against it, now missing
+            ch = tut.Chapter(7, "07_x")
+            ch.exercise(1, "t")(lambda ctx: None)
+            saved = {k: os.environ.get(k) for k in ("TUT_BUILD", "TUT_BACKEND", "TUT_TREE")}
+            os.environ.update(TUT_BUILD=tmp, TUT_BACKEND="gpu", TUT_TREE="solutions")
+            out = t / "out.json"
+            try:
+                with contextlib.redirect_stdout(io.StringIO()) as printed:
+                    rc = ch.main(argv=["--check", "--json", str(out)])
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+            self.assertEqual(rc, 77)
+            self.assertIn("SKIP: libtutdep.so.12, which this build links, is not on this machine",
+                          printed.getvalue())
+            self.assertEqual([r["status"] for r in json.loads(out.read_text())], ["SKIP"])
 
     def test_ids_are_unique(self):
         ch = tut.Chapter(7, "07_x")

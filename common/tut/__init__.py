@@ -47,7 +47,7 @@ from .args import check_array, check_count, ptr  # noqa: E402
 from .owners import Handle, Owner  # noqa: E402
 from .memory import DeviceBuffer, ManagedArray, check_managed, device_ballast  # noqa: E402
 from .compare import (assert_close, assert_equal, expect_cuda_error,  # noqa: E402
-                      expect_raises, poisoned, random_f32)
+                      expect_raises, launch_config_errors, poisoned, random_f32)
 from .emulator import LOG_ADVICE, LOG_SYNC, child_result, run_child, stream_log  # noqa: E402
 from .bench import Bench, median_ms, plot_gbps  # noqa: E402
 from .runner import Chapter, Context, note, under_sanitizer  # noqa: E402

@@ -57,15 +57,28 @@ def expect_raises(exc_type, fn, what):
 
 
 def expect_cuda_error(lib, name, fn, what, clear=True):
-    """fn() must raise CudaError `name`, the real CUDA error. With clear=True the runtime's last
-    error is consumed afterwards, as a program that handled the error would do, so no later
-    launch check trips over it; clear=False leaves that to the code under test."""
-    e = expect_raises(CudaError, fn, f"{what} (want {name})")
-    if e.name != name:
-        raise AssertionError(f"{what}: got {e.name}, want {name}") from e
+    """fn() must raise CudaError `name` (or one of a tuple of names), the real CUDA error. With
+    clear=True the runtime's last error is consumed afterwards, as a program that handled the
+    error would do, so no later launch check trips over it; clear=False leaves that to the code
+    under test."""
+    names = (name,) if isinstance(name, str) else tuple(name)
+    want = " or ".join(names)
+    e = expect_raises(CudaError, fn, f"{what} (want {want})")
+    if e.name not in names:
+        raise AssertionError(f"{what}: got {e.name}, want {want}") from e
     if clear:
         lib.clear_last_error()
     return e
+
+
+def launch_config_errors(lib):
+    """What a launch with an impossible configuration (1025 threads per block, a grid y of
+    70000...) returns. CUDA 13.0 says cudaErrorInvalidValue (measured on an H200, as the
+    emulator does); CUDA 12.4 said cudaErrorInvalidConfiguration for a 1025-thread block (the
+    same H200 and driver, 2026-12-04), and a 12.x runtime is allowed either."""
+    if lib.runtime_version() >= 13000:
+        return ("cudaErrorInvalidValue",)
+    return ("cudaErrorInvalidConfiguration", "cudaErrorInvalidValue")
 
 
 def random_f32(rng, *shape, scale=3.0, offset=0.5):

@@ -127,6 +127,10 @@ class Library:
     def error_name(self, code):
         return self.cdll.tut_error_name(code).decode()
 
+    def runtime_version(self):
+        """CUDART_VERSION of the runtime the library was built with (13000: CUDA 13.0)."""
+        return self.cdll.tut_runtime_version()
+
     # -- conveniences over the common helpers --
     def device_count(self):
         n = ctypes.c_int(0)

@@ -376,6 +376,18 @@ class Chapter:
             print(f"ERROR: {e}", file=sys.stderr)
             self._write_unrun(args, "ERROR", str(e), backend())   # graders see why, per test
             return EXIT_FAIL
+        except OSError as e:
+            # A library the build links is not on this machine: a library built elsewhere
+            # (with CUDA 12, say) run where only another toolkit's cuBLAS is installed.
+            missing = re.search(r"(\S+\.so[.\d]*): cannot open shared object file", str(e))
+            if missing is None:
+                raise
+            skip = (f"{missing.group(1)}, which this build links, is not on this machine (it "
+                    f"belongs to the CUDA toolkit the library was built with): install it, or "
+                    f"rebuild with this machine's toolkit (make clean && make)")
+            print(f"SKIP: {skip}")
+            self._write_unrun(args, "SKIP", skip, backend())
+            return EXIT_SKIP
         skip = self._cannot_run(lib)
         if skip:
             print(f"SKIP: {skip}")

@@ -36,9 +36,16 @@ typedef enum cudaError_enum {
     CUDA_ERROR_UNKNOWN = 999
 } CUresult;
 
-/* Every driver-API entry point a program names is refused where it is named. */
-#define CUEMU_DRIVER_API __attribute__((unavailable( \
-    "not supported here: the CUDA driver API (cu* functions); the emulator runs the runtime API only")))
+/* Every driver-API entry point a program names is refused where it is named. gcc before 12
+   ignores `unavailable` (the call would fail only at the link, naming no line): there the
+   refusal is gcc's `error` attribute, which names the line of each call. */
+#define CUEMU_DRIVER_API_WHY \
+    "not supported here: the CUDA driver API (cu* functions); the emulator runs the runtime API only"
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 12
+#define CUEMU_DRIVER_API __attribute__((error(CUEMU_DRIVER_API_WHY)))
+#else
+#define CUEMU_DRIVER_API __attribute__((unavailable(CUEMU_DRIVER_API_WHY)))
+#endif
 CUEMU_DRIVER_API CUresult cuInit(unsigned int Flags);
 CUEMU_DRIVER_API CUresult cuDriverGetVersion(int *driverVersion);
 CUEMU_DRIVER_API CUresult cuDeviceGet(CUdevice *device, int ordinal);
@@ -72,6 +79,7 @@ CUEMU_DRIVER_API CUresult cuGetErrorString(CUresult error, const char **pStr);
 CUEMU_DRIVER_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
                                            unsigned long long flags, void *symbolStatus);
 #undef CUEMU_DRIVER_API
+#undef CUEMU_DRIVER_API_WHY
 #ifdef __cplusplus
 }
 #endif

@@ -20,6 +20,7 @@
 #include <ctime>
 #include <limits>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -33,8 +34,13 @@
 #define __constant__
 #define __managed__
 #define __forceinline__ inline __attribute__((always_inline))
-/* libstdc++ spells __attribute__((__noinline__)) in <memory>, included above, so the macro
-   cannot break it; only <stacktrace> and <experimental/simd> would still collide */
+/* nvcc's front end takes __noinline__ as a keyword, so a library's
+   __attribute__((__noinline__)) stays an attribute; a macro would turn it into the invalid
+   __attribute__((__attribute__((noinline)))) ("'noinline' was not declared"). libstdc++ writes
+   it in <memory> (12 and newer) and <string> (13 and newer): both are included above, before
+   the macro, and their include guards keep them from being read again. The C++17 headers are
+   all compiled after it with each compiler (emu/tests/nvcc/std_headers.cu); only <stacktrace>
+   (C++23) and <experimental/simd> would still collide. */
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))

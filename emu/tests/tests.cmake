@@ -105,3 +105,10 @@ add_test(NAME "emu/alone/layering"
                  "${BUILD_DIR}/emu/obj"
          WORKING_DIRECTORY "${REPO_ROOT}")
 set_tests_properties("emu/alone/layering" PROPERTIES TIMEOUT 60 LABELS "emu")
+
+# make's choice of the emulator's compiler: too old a gcc or clang refused at once, naming the
+# minimum; a CXX the user sets followed (stand-in compilers, make -n: a few seconds).
+add_test(NAME "emu/compiler-check"
+         COMMAND "${PYTHON}" "${REPO_ROOT}/emu/tests/compiler_check.py" "${BUILD_DIR}/tests/compiler-check"
+         WORKING_DIRECTORY "${REPO_ROOT}")
+set_tests_properties("emu/compiler-check" PROPERTIES TIMEOUT 120 LABELS "emu")

@@ -9,7 +9,8 @@ missing=()
 command -v make >/dev/null 2>&1 || missing+=(make)
 command -v g++ >/dev/null 2>&1 || missing+=(g++)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
-"${PYTHON:-python3}" -c 'import numpy' >/dev/null 2>&1 \
+numpy_ok="import numpy, sys; sys.exit([int(x) for x in numpy.__version__.split('.')[:2]] < [int(x) for x in '$(sed -n 's/^numpy>=//p' "$here/course/requirements.txt")'.split('.')[:2]])"
+"${PYTHON:-python3}" -c "$numpy_ok" >/dev/null 2>&1 \
     || "${PYTHON:-python3}" -c 'import venv, ensurepip' >/dev/null 2>&1 || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing ${missing[*]}"

@@ -3,7 +3,7 @@
 
     python3 test_nvcc.py CASE DRIVER SCRATCH_DIR
 
-CASE is one of: multi-file, separate, diagnostics, options, headers. Each builds real programs with the
+CASE is one of: multi-file, separate, diagnostics, options, headers, std-headers. Each builds real programs with the
 driver the way a student would (from another folder than the sources), runs them, and checks
 their output; exit 0 when every check passed.
 """
@@ -227,8 +227,50 @@ def case_headers(nvcc, work):
           "a driver-API call: not supported here, at its line")
 
 
+def other_compilers(used):
+    """The C++ compilers installed besides the driver's own (g++, g++-NN, clang++,
+    clang++-NN on the PATH), one per real file, as (name, path)."""
+    seen, found = {os.path.realpath(shutil.which(used) or used)}, []
+    names = ["g++", "clang++"] + [f"g++-{v}" for v in range(9, 30)] + [f"clang++-{v}" for v in range(9, 30)]
+    for name in names:
+        path = shutil.which(name)
+        if path and os.path.realpath(path) not in seen:
+            seen.add(os.path.realpath(path))
+            found.append((name, path))
+    return found
+
+
+def case_std_headers(nvcc, work):
+    """Every C++17 standard header after the emulator's headers (libstdc++ 13 and newer write
+    __attribute__((__noinline__)), which a __noinline__ macro must not break): the program
+    built and run with the driver, and its rewritten text compiled (syntax only) by every
+    other installed compiler, so a student's g++ or clang++ of any supported version is
+    covered on a machine that has it."""
+    src = os.path.join(HERE, "std_headers.cu")
+    prog = os.path.join(work, "std_headers")
+    rc, _, _ = sh([nvcc, "-o", prog, src], work)
+    if check(rc == 0 and os.path.exists(prog), "every C++17 header through the driver: builds"):
+        rc, out, _ = sh([prog], work)
+        check(rc == 0 and out.splitlines() == ["std headers: ok"], "and runs")
+    with open(nvcc) as f:
+        text = f.read()
+    rewrite = re.search(r'^EMU_REWRITE = r"""(.*)"""', text, re.M).group(1)
+    used = re.search(r'^CXX = r"""(.*)"""', text, re.M).group(1)
+    cpp = os.path.join(work, "std_headers.cpp")
+    rc, _, _ = sh([rewrite, src, cpp], work)
+    if not check(rc == 0, "the rewriter writes std_headers.cpp"):
+        return
+    root = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+    for name, path in other_compilers(used):
+        rc, _, err = sh([path, "-std=c++17", "-fsyntax-only", "-I" + os.path.join(root, "emu", "include"),
+                         "-isystem", os.path.join(root, "emu", "include", "unsupported"),
+                         "-include", "cuda_runtime.h", cpp], work)
+        check(rc == 0 and "error" not in err, f"every C++17 header with {name}: compiles")
+
+
 CASES = {"multi-file": case_multi_file, "separate": case_separate,
-         "diagnostics": case_diagnostics, "options": case_options, "headers": case_headers}
+         "diagnostics": case_diagnostics, "options": case_options, "headers": case_headers,
+         "std-headers": case_std_headers}
 
 if __name__ == "__main__":
     if len(sys.argv) != 4 or sys.argv[1] not in CASES:

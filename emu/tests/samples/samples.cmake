@@ -3,10 +3,14 @@
 # says, one CTest test per sample (emu/tests/samples/run_sample.py builds, runs and judges
 # one). Included by tests/CMakeLists.txt in maintainer mode with REPO_ROOT, BUILD_DIR and
 # PYTHON set. The samples are not part of the repository: they are looked for in
-# ../shared/cuda-samples beside it (CI's layout; CUDA_SAMPLES=dir elsewhere). A clone without
-# them gets one test that is skipped, saying why.
+# ../shared/cuda-samples beside it (CI's layout), or where CUDA_SAMPLES says (make test
+# CUDA_SAMPLES=dir, or in the environment; a relative path is from the repository's root). A
+# clone without them gets one test that is skipped, saying why.
 set(CUDA_SAMPLES "${REPO_ROOT}/../shared/cuda-samples" CACHE PATH "NVIDIA's cuda-samples (README.md, Samples/, Common/)")
-get_filename_component(CUDA_SAMPLES "${CUDA_SAMPLES}" ABSOLUTE)
+if(DEFINED ENV{CUDA_SAMPLES} AND NOT "$ENV{CUDA_SAMPLES}" STREQUAL "")
+  set(CUDA_SAMPLES "$ENV{CUDA_SAMPLES}" CACHE PATH "NVIDIA's cuda-samples (README.md, Samples/, Common/)" FORCE)
+endif()
+get_filename_component(CUDA_SAMPLES "${CUDA_SAMPLES}" ABSOLUTE BASE_DIR "${REPO_ROOT}")
 set(SAMPLE_RUNNER "${REPO_ROOT}/emu/tests/samples/run_sample.py")
 set(SAMPLE_SCRATCH "${BUILD_DIR}/tests/cuda-samples")
 
