@@ -55,7 +55,7 @@ EMU_HEADERS  := $(wildcard emu/include/*.h emu/include/*.hpp)
 # -fsanitize=alignment: misaligned accesses reach the emulator's handler (emu/core/access.c)
 # -fsanitize=integer-divide-by-zero, where an integer division by zero does not trap (64-bit
 # Arm: SDIV gives 0): its check raises the SIGFPE that x86-64's DIV does (emu/core/fault_arch.c)
-EMU_DIVZERO  := $(if $(filter aarch64 arm64,$(shell uname -m)),-fsanitize=integer-divide-by-zero)
+EMU_DIVZERO  := $(if $(filter aarch64% arm64%,$(shell $(EMU_CXX) -dumpmachine 2>/dev/null)),-fsanitize=integer-divide-by-zero)
 EMU_ALIGN    := $(if $(EMU_SANITIZE),,-fsanitize=alignment $(EMU_DIVZERO) $(if $(findstring clang,$(EMU_CXX)),-fno-sanitize-link-runtime))
 # -isystem emu/include/unsupported: one-line "not supported here" stand-ins for toolkit headers
 # the emulator does not offer (mma.h, curand.h, ...), searched after the program's own -I dirs
