@@ -129,8 +129,10 @@ int cuemu_sig_write(const void *ucv)
     uint64_t esr = a64_esr(uc);
     unsigned ec = (unsigned)(esr >> 26) & 0x3f;
     if (ec == 0x24 || ec == 0x25) return (esr >> 6) & 1;       /* a data abort: WnR */
-    const uint32_t *pc = (const uint32_t *)a64_real_pc((uintptr_t)uc->uc_mcontext.pc);
-    return pc ? a64_store(*pc) : -1;
+    /* an instruction fetch that faulted (a jump to a bad address) has no instruction to read */
+    uintptr_t pc = a64_real_pc((uintptr_t)uc->uc_mcontext.pc);
+    if (!pc || (pc & 3) || uc->uc_mcontext.fault_address - pc < 4) return -1;
+    return a64_store(*(const uint32_t *)pc);
 #else
     (void)uc;
     return -1;
