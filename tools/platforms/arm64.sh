@@ -97,13 +97,18 @@ if [ -z "$mode" ]; then
        && command -v llvm-ar >/dev/null; then mode=cross; else mode=native; fi
 fi
 targets="emu-tests $solibs $build/cpu/common/tut_check.o"
+rewrite_in_root=""
 if [ "$mode" = cross ]; then
     x="--target=aarch64-linux-gnu --sysroot=$root -fuse-ld=lld"
     cxx="$(clang++ --version | head -1 | sed 's/^Debian //; s/ (.*//; s/ version//') (cross)"
-    # the rewriter runs on the build machine
+    # the rewriter runs where make runs: on the build machine here, and (make check-solutions
+    # rewrites every time) an aarch64 one inside the chroot
     mkdir -p "$here/$build/emu"
-    (cd "$here" && cc -std=c99 -O2 -Wall -o "$build/emu/cuemu-rewrite" emu/rewrite/cuemu_rewrite.c) \
+    (cd "$here" && cc -std=c99 -O2 -Wall -o "$build/emu/cuemu-rewrite" emu/rewrite/cuemu_rewrite.c &&
+        clang $x -std=c99 -O2 -Wall -o "$build/emu/cuemu-rewrite.aarch64" emu/rewrite/cuemu_rewrite.c &&
+        touch -r emu/rewrite/cuemu_rewrite.c "$build/emu/cuemu-rewrite.aarch64") \
         || die "could not build the rewriter"
+    rewrite_in_root="EMU_REWRITE=$build/emu/cuemu-rewrite.aarch64"
     log "building the emulator, its tests and chapters $chapters for aarch64 (host clang)"
     (cd "$here" && nice -n 10 make BUILD=$build BACKEND=cpu EMU_CXX="clang++ $x" EMU_CC="clang $x" \
         CXX="clang++ $x" CC="clang $x" AR=llvm-ar EMU_LTO=y -o "$build/emu/cuemu-rewrite" \
@@ -144,7 +149,7 @@ fi
 
 for ch in $chapters; do
     log "chapter $ch: make check-solutions CH=$ch"
-    if in_root "make check-solutions BUILD=$build BACKEND=cpu CH=$ch PYTHON=/usr/bin/python3" \
+    if in_root "make check-solutions BUILD=$build $rewrite_in_root BACKEND=cpu CH=$ch PYTHON=/usr/bin/python3" \
         >"$logs/check-solutions-$ch.log" 2>&1; then
         row="$row | $ch pass"
     else
