@@ -317,6 +317,8 @@ static void tut_on_crash(int sig, siginfo_t *si, void *ucv)
     void *pc = NULL;
 #if defined(__x86_64__)
     pc = (void *)((ucontext_t *)ucv)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    pc = (void *)((ucontext_t *)ucv)->uc_mcontext.pc;
 #else
     (void)ucv;
 #endif

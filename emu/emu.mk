@@ -80,7 +80,10 @@ EMU_HEADERS  := $(wildcard emu/include/*.h emu/include/*.hpp)
 # -g: fault reports find the file:line with addr2line; DWARF 4 because addr2line (binutils
 # 2.40) names the .cpp instead of the #line file in DWARF 5 line tables
 # -fsanitize=alignment: misaligned accesses reach the emulator's handler (emu/core/access.c)
-EMU_ALIGN    := $(if $(EMU_SANITIZE),,-fsanitize=alignment $(if $(filter clang,$(EMU_CXX_KIND)),-fno-sanitize-link-runtime))
+# -fsanitize=integer-divide-by-zero, where an integer division by zero does not trap (64-bit
+# Arm: SDIV gives 0): its check raises the SIGFPE that x86-64's DIV does (emu/core/fault_arch.c)
+EMU_DIVZERO  := $(if $(filter aarch64% arm64%,$(shell $(EMU_CXX) -dumpmachine 2>/dev/null)),-fsanitize=integer-divide-by-zero)
+EMU_ALIGN    := $(if $(EMU_SANITIZE),,-fsanitize=alignment $(EMU_DIVZERO) $(if $(filter clang,$(EMU_CXX_KIND)),-fno-sanitize-link-runtime))
 # -isystem emu/include/unsupported: one-line "not supported here" stand-ins for toolkit headers
 # the emulator does not offer (mma.h, curand.h, ...), searched after the program's own -I dirs
 # and before the system's, where a toolkit installed in /usr/local/include would be found.

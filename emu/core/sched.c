@@ -1044,12 +1044,7 @@ static void on_signal(int sig, siginfo_t *si, void *ucv)
         /* a sample of where the thread is; the launch goes on for another 2 ms */
         int k = g_wd_samples;
         void *tmp[48];
-        void *pc = NULL;
-#if defined(__x86_64__)
-        pc = (void *)uc->uc_mcontext.gregs[REG_RIP];
-#elif defined(__aarch64__)
-        pc = (void *)uc->uc_mcontext.pc;
-#endif
+        void *pc = cuemu_sig_pc(uc);
         int nb = CUEMU_TSAN_ON ? 0 : backtrace(tmp, 48), start = -1, m = 0;
         for (int i = 0; i < nb; i++)
             if (tmp[i] == pc) { start = i; break; }
@@ -1071,17 +1066,8 @@ static void on_signal(int sig, siginfo_t *si, void *ucv)
     g_fault_code = si->si_code;
     g_fault_addr = si->si_addr;
     g_fault_thread = (cthread *)cuemu_cur;
-#if defined(__x86_64__)
-    g_fault_pc = (void *)uc->uc_mcontext.gregs[REG_RIP];
-    g_fault_write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
-#elif defined(__aarch64__)
-    g_fault_pc = (void *)uc->uc_mcontext.pc;
-    g_fault_write = -1;
-#else
-    (void)uc;
-    g_fault_pc = NULL;
-    g_fault_write = -1;
-#endif
+    g_fault_pc = cuemu_sig_pc(uc);
+    g_fault_write = (sig == SIGSEGV || sig == SIGBUS) ? cuemu_sig_write(uc) : -1;
     /* the unwinder walks from here through the signal frame into the fiber's stack (not under
        TSan, which rightly calls the unwinder's allocations signal-unsafe) */
     void *tmp[48];

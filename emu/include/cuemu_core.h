@@ -85,6 +85,18 @@ void cuemu_core_reset(void);
 void cuemu_access_forget(const void *lo, const void *hi);
 /* "file:line" of the code at return address pc (addr2line on the -g build), for reports. */
 void cuemu_locate_pc(void *pc, char *out, size_t n);
+/* A signal's interrupted instruction, on x86-64 and aarch64 alike (emu/core/fault_arch.c),
+   uc the handler's third argument: its address, the stack pointer, 1 write / 0 read / -1
+   unknown for a memory fault; 1 if the instruction at pc is an atomic read-modify-write. */
+void *cuemu_sig_pc(const void *uc);
+void *cuemu_sig_sp(const void *uc);
+int   cuemu_sig_write(const void *uc);
+int   cuemu_insn_atomic(const void *pc);
+/* One instruction, then a SIGTRAP: cuemu_step_arm (0 when it cannot) before returning from
+   the fault's handler; in the SIGTRAP handler, cuemu_step_done is 1 when it ends such a step
+   (the thread then goes on after the instruction). One step at a time per thread. */
+int   cuemu_step_arm(void *uc);
+int   cuemu_step_done(void *uc);
 /* Exported for ctypes: bytes [p, p+n) of the buffer [buf, buf+buf_n) that no kernel may touch
    (on = 1) or may again (on = 0): the harness's guard zones. 0, or -1 when the table is full. */
 int  cuemuNoAccess(void *p, size_t n, void *buf, size_t buf_n, int on);

@@ -32,7 +32,7 @@
  * emulator, not a GPU.
  */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE                /* dladdr, REG_ERR, clock_gettime */
+#define _GNU_SOURCE                /* dladdr, clock_gettime */
 #endif
 #include <dlfcn.h>
 #include <execinfo.h>
@@ -248,25 +248,6 @@ static unsigned long long rnd(void)
 }
 
 /* ---- legal host accesses to memory queued work uses (host_fault asks) ------------------- */
-/* 1 if the instruction at pc is a locked read-modify-write (lock prefix, or xchg with a
-   memory operand, which the processor always locks). */
-static int host_atomic_insn(const unsigned char *pc)
-{
-#if defined(__x86_64__)
-    for (int i = 0; i < 15; i++) {
-        unsigned char c = pc[i];
-        if (c == 0xF0) return 1;
-        if (c == 0x66 || c == 0x67 || c == 0xF2 || c == 0xF3 || c == 0x2E || c == 0x3E ||
-            c == 0x26 || c == 0x36 || c == 0x64 || c == 0x65 || (c >= 0x40 && c <= 0x4F))
-            continue;                                 /* other prefixes, REX */
-        return c == 0x86 || c == 0x87;
-    }
-#else
-    (void)pc;
-#endif
-    return 0;
-}
-
 /* Nonzero when CUDA allows the host access that faulted on b: it then goes on, the queued work
    running after it (or, for a read of what a kernel writes, before it: host_fault), as it may
    on a GPU.
@@ -284,7 +265,7 @@ static int host_atomic_insn(const unsigned char *pc)
    pointers reach, 0 for a race. */
 static int host_access_legal(const rt_block *b, const void *pc)
 {
-    if (pc && host_atomic_insn((const unsigned char *)pc)) return 1;
+    if (pc && cuemu_insn_atomic(pc)) return 1;
     int any = 0;
     for (const rt_op *o = all_head; o; o = o->next_all)
         for (int i = 0; i < o->nacc && !o->done; i++)
@@ -632,6 +613,11 @@ static int after_call(const unsigned char *a)
 #if defined(__x86_64__)
     return a[-5] == 0xE8 || (a[-6] == 0xFF && (a[-5] & 0x38) == 0x10) ||
            (a[-2] == 0xFF && (a[-1] & 0xF8) == 0xD0) || (a[-3] == 0xFF && (a[-2] & 0x38) == 0x10);
+#elif defined(__aarch64__)
+    uint32_t i;                                   /* BL, or BLR (and its BLRAA... forms) */
+    memcpy(&i, a - 4, 4);
+    return (i & 0xfc000000) == 0x94000000 || (i & 0xfefff800) == 0xd63f0800 ||
+           (i & 0xfffffc1f) == 0xd63f0000;
 #else
     (void)a;
     return 1;
@@ -737,8 +723,8 @@ static void run_writers(const rt_block *b, int despite)
     rt_unlock();
 }
 
-/* One instruction after a legal host write (the trap flag set by host_fault): its block is
-   protected again. */
+/* One instruction after a legal host write (a step, cuemu_step_arm, set by host_fault): its
+   block is protected again. */
 static __thread rt_block *step_block;
 static __thread int step_state;     /* what it is protected as again; 0: as its work wants */
 static struct sigaction old_trap;
@@ -746,10 +732,7 @@ static int trap_installed;
 
 static void step_trap(int sig, siginfo_t *si, void *ucv)
 {
-#if defined(__x86_64__)
-    if (step_block) {
-        ucontext_t *uc = (ucontext_t *)ucv;
-        uc->uc_mcontext.gregs[REG_EFL] &= ~0x100;
+    if (step_block && cuemu_step_done(ucv)) {
         rt_block *b = step_block;
         int st = step_state ? step_state : want_prot(b);
         step_block = NULL;
@@ -757,7 +740,6 @@ static void step_trap(int sig, siginfo_t *si, void *ucv)
         if (st) apply_prot(b, st);
         return;
     }
-#endif
     /* not ours (a debugger's breakpoint, the program's own handler) */
     if (old_trap.sa_flags & SA_SIGINFO) old_trap.sa_sigaction(sig, si, ucv);
     else if (old_trap.sa_handler != SIG_IGN && old_trap.sa_handler != SIG_DFL) old_trap.sa_handler(sig);
@@ -787,15 +769,8 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
 {
     const char *a = (const char *)si->si_addr;
     int write = -1;
-    const void *pc = NULL, *sp = NULL;
-#if defined(__x86_64__)
-    ucontext_t *uc = (ucontext_t *)ucv;
-    write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
-    pc = (const void *)uc->uc_mcontext.gregs[REG_RIP];
-    sp = (const void *)uc->uc_mcontext.gregs[REG_RSP];
-#else
-    (void)ucv;
-#endif
+    const void *pc = cuemu_sig_pc(ucv), *sp = cuemu_sig_sp(ucv);
+    write = cuemu_sig_write(ucv);
     char where[900], what[512], sn[64];
     rt_block *db = NULL;
     int dev = rt_dev_fault(a, &db);
@@ -824,14 +799,12 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
         segv_installed = 0;
         return;
     }
-#if defined(__x86_64__)
     if (b == poll_w.b) {
         if (write == 0 && pc == poll_w.pc && a == poll_w.a && ++poll_w.turns < POLL_TURNS &&
-            step_install()) {
+            step_install() && cuemu_step_arm(ucv)) {
             apply_prot(b, 0);
             step_block = b;
             step_state = 2;
-            uc->uc_mcontext.gregs[REG_EFL] |= 0x100;
             return;
         }
         poll_w.b = NULL;
@@ -851,7 +824,6 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
         apply_prot(b, 0);   /* another access: it was no poll */
         return;
     }
-#endif
     int legal = host_access_legal(b, pc);
     if (legal) {
         /* a host polling what a kernel writes through its pointer to volatile (the kernel's
@@ -859,15 +831,11 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
            loop sees it (nothing else would run it: the loop calls no CUDA function) */
         if (write == 0 && b->pend_w) run_writers(b, 0);
         apply_prot(b, 0);
-#if defined(__x86_64__)
         /* a write ("go") to memory a kernel will also write ("done", beside it): protected
            again after this one instruction, so the host's next read of it still runs the
            kernel */
-        if (legal == 2 && write == 1 && b->pend_w && step_install()) {
+        if (legal == 2 && write == 1 && b->pend_w && step_install() && cuemu_step_arm(ucv))
             step_block = b;
-            uc->uc_mcontext.gregs[REG_EFL] |= 0x100;   /* the trap flag */
-        }
-#endif
         return;
     }
     host_site(pc, sp, where, sizeof where);
@@ -884,18 +852,15 @@ static void host_fault(int sig, siginfo_t *si, void *ucv)
     /* the access goes on, and sees what a GPU would not have written yet */
     b->host_race_reported = 1;
     apply_prot(b, 0);
-#if defined(__x86_64__)
     /* a read: protected again after it, to see whether it is a loop that polls (poll_w) */
-    if (write == 0 && b->pend_w && step_install()) {
+    if (write == 0 && b->pend_w && step_install() && cuemu_step_arm(ucv)) {
         poll_w.b = b;
         poll_w.pc = pc;
         poll_w.a = a;
         poll_w.turns = 0;
         step_block = b;
         step_state = 2;
-        uc->uc_mcontext.gregs[REG_EFL] |= 0x100;
     }
-#endif
 }
 
 void rt_segv_install(void)

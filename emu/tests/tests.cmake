@@ -8,6 +8,13 @@
 #   emu/alone/...        the core without the runtime, and the layering between them
 
 set(EMU_TEST_BIN "${BUILD_DIR}/emu/tests")
+# The time limits below are for a native run; EMU_TIMEOUT_SCALE multiplies them where the tests
+# run slower (tools/platforms/arm64.sh: 5, under qemu-user).
+if(NOT EMU_TIMEOUT_SCALE)
+  set(EMU_TIMEOUT_SCALE 1)
+endif()
+math(EXPR EMU_T60 "60 * ${EMU_TIMEOUT_SCALE}")
+math(EXPR EMU_T120 "120 * ${EMU_TIMEOUT_SCALE}")
 
 # Core tests: every thread order must give the same, right answers.
 file(GLOB EMU_CORE_TESTS "${REPO_ROOT}/emu/tests/core/*.cu")
@@ -19,7 +26,7 @@ foreach(src ${EMU_CORE_TESTS})
     add_test(NAME "emu/core/${name}/${tag}" COMMAND "${EMU_TEST_BIN}/core/${name}"
              WORKING_DIRECTORY "${REPO_ROOT}")
     set_tests_properties("emu/core/${name}/${tag}" PROPERTIES
-      TIMEOUT 120 SKIP_RETURN_CODE 77 LABELS "emu"
+      TIMEOUT ${EMU_T120} SKIP_RETURN_CODE 77 LABELS "emu"
       ENVIRONMENT "CUEMU_ORDER=${order}")
   endforeach()
 endforeach()
@@ -62,7 +69,7 @@ foreach(src ${EMU_BUG_TESTS})
   add_test(NAME "emu/bugs/${name}" COMMAND "${EMU_TEST_BIN}/bugs/${name}"
            WORKING_DIRECTORY "${REPO_ROOT}")
   set_tests_properties("emu/bugs/${name}" PROPERTIES
-    TIMEOUT 60 SKIP_RETURN_CODE 77 LABELS "emu"
+    TIMEOUT ${EMU_T60} SKIP_RETURN_CODE 77 LABELS "emu"
     PASS_REGULAR_EXPRESSION "${EMU_BUG_${name}}")
 endforeach()
 
@@ -74,11 +81,11 @@ foreach(src ${EMU_RUNTIME_TESTS})
   add_test(NAME "emu/runtime/${name}" COMMAND "${EMU_TEST_BIN}/runtime/${name}"
            WORKING_DIRECTORY "${REPO_ROOT}")
   set_tests_properties("emu/runtime/${name}" PROPERTIES
-    TIMEOUT 60 SKIP_RETURN_CODE 77 LABELS "emu")
+    TIMEOUT ${EMU_T60} SKIP_RETURN_CODE 77 LABELS "emu")
 endforeach()
 if(EXISTS "${REPO_ROOT}/emu/tests/parity.cu")
   add_test(NAME "emu/parity" COMMAND "${EMU_TEST_BIN}/parity" WORKING_DIRECTORY "${REPO_ROOT}")
-  set_tests_properties("emu/parity" PROPERTIES TIMEOUT 60 SKIP_RETURN_CODE 77 LABELS "emu")
+  set_tests_properties("emu/parity" PROPERTIES TIMEOUT ${EMU_T60} SKIP_RETURN_CODE 77 LABELS "emu")
 endif()
 
 # The rewriter on its own: its output must keep every line of the input on the same line.
@@ -87,7 +94,7 @@ if(EXISTS "${REPO_ROOT}/emu/tests/core/rewrite_lines.py")
            COMMAND "${PYTHON}" "${REPO_ROOT}/emu/tests/core/rewrite_lines.py"
                    "${BUILD_DIR}/emu/cuemu-rewrite" "${REPO_ROOT}"
            WORKING_DIRECTORY "${REPO_ROOT}")
-  set_tests_properties("emu/rewrite/lines" PROPERTIES TIMEOUT 60 LABELS "emu")
+  set_tests_properties("emu/rewrite/lines" PROPERTIES TIMEOUT ${EMU_T60} LABELS "emu")
 endif()
 
 # The two halves apart (emu/tests/alone/): emu/core's objects, linked with a stub runtime that
@@ -98,13 +105,13 @@ foreach(order forward reverse random:7)
   add_test(NAME "emu/alone/core/${tag}" COMMAND "${EMU_TEST_BIN}/alone/core_alone"
            WORKING_DIRECTORY "${REPO_ROOT}")
   set_tests_properties("emu/alone/core/${tag}" PROPERTIES
-    TIMEOUT 60 LABELS "emu" ENVIRONMENT "CUEMU_ORDER=${order}")
+    TIMEOUT ${EMU_T60} LABELS "emu" ENVIRONMENT "CUEMU_ORDER=${order}")
 endforeach()
 add_test(NAME "emu/alone/layering"
          COMMAND "${PYTHON}" "${REPO_ROOT}/emu/tests/alone/layering.py" "${REPO_ROOT}"
                  "${BUILD_DIR}/emu/obj"
          WORKING_DIRECTORY "${REPO_ROOT}")
-set_tests_properties("emu/alone/layering" PROPERTIES TIMEOUT 60 LABELS "emu")
+set_tests_properties("emu/alone/layering" PROPERTIES TIMEOUT ${EMU_T60} LABELS "emu")
 
 # make's choice of the emulator's compiler: too old a gcc or clang refused at once, naming the
 # minimum; a CXX the user sets followed (stand-in compilers, make -n: a few seconds).

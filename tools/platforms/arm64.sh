@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The course on 64-bit Arm Linux (Debian 12 arm64), from an x86-64 Debian/Ubuntu host, under
+# qemu-user: makes the chroot once, mounts this checkout into it, builds the emulator's own
+# tests and the solutions of a few chapters for aarch64 (with the host's clang against the
+# chroot, or inside it), runs them there, and prints one table row.
+#
+#   sudo tools/platforms/arm64.sh                   # as root: debootstrap, chroot, binfmt
+#   ARM64_ROOT=/srv/arm64 CHAPTERS="01 04" sudo -E tools/platforms/arm64.sh
+#
+#   ARM64_ROOT    the chroot (default build/platforms/arm64-root; made when missing: about
+#                 10 minutes and 1.5 GB, Debian's mirror needed once)
+#   ARM64_MIRROR  the Debian mirror debootstrap fetches from (default deb.debian.org/debian)
+#   CHAPTERS      the chapters whose solutions are tested (default "01 04 05")
+#   EMU_TESTS     0: skip the emulator's tests (default 1)
+#   ARM64_BUILD   cross (the host's clang and lld; the default where they are) or native
+# Everything runs at nice 10: qemu-user is 5-20 times slower than the host. The logs are in
+# build/arm64/logs/ (their tails printed on failure). The row (the last line printed):
+#   arm64 | Debian 12, qemu-user | clang 14.0.6 | emu tests 96/96 | 01 pass | 04 pass | 05 pass
+# and the exit status is 0 only when every part passed.
+set -uo pipefail
+here="$(cd "$(dirname "$0")/../.." && pwd)"
+root="${ARM64_ROOT:-$here/build/platforms/arm64-root}"
+mirror="${ARM64_MIRROR:-http://deb.debian.org/debian}"
+chapters="${CHAPTERS:-01 04 05}"
+log() { echo "arm64: $*" >&2; }
+die() { echo "arm64: error: $*" >&2; exit 2; }
+
+[ "$(id -u)" = 0 ] || die "run as root (debootstrap, chroot and binfmt_misc need it)"
+
+# ---- qemu-user and its binfmt handler -----------------------------------------------------
+if [ "$(uname -m)" != aarch64 ]; then
+    need=()
+    command -v qemu-aarch64-static >/dev/null || need+=(qemu-user-static)
+    command -v update-binfmts >/dev/null || need+=(binfmt-support)
+    command -v debootstrap >/dev/null || need+=(debootstrap)
+    if [ ${#need[@]} -gt 0 ]; then
+        log "installing ${need[*]}"
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" \
+            || die "could not install ${need[*]}"
+    fi
+    # a container may lack the binfmt_misc mount; the 'F' flag (qemu-user-static's default)
+    # keeps the interpreter open, so it works inside the chroot without a copy there
+    [ -e /proc/sys/fs/binfmt_misc/register ] \
+        || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc || die "no binfmt_misc"
+    [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || update-binfmts --enable qemu-aarch64 \
+        || die "could not register qemu-aarch64 with binfmt_misc"
+fi
+
+# ---- the chroot ---------------------------------------------------------------------------
+pkgs=build-essential,clang,cmake,python3,python3-numpy
+if [ ! -x "$root/usr/bin/cmake" ] || [ ! -x "$root/usr/bin/clang++" ]; then
+    log "making the Debian 12 arm64 chroot in $root (debootstrap, several minutes)"
+    mkdir -p "$root"
+    nice -n 10 debootstrap --arch=arm64 --include="$pkgs" bookworm "$root" "$mirror" \
+        >"$root.debootstrap.log" 2>&1 || { tail -20 "$root.debootstrap.log"; die "debootstrap failed"; }
+fi
+
+# /proc (the emulator reads /proc/self/maps; addr2line, popen) and /dev (null, shm)
+mounted=()
+cleanup() { for ((i=${#mounted[@]}-1; i>=0; i--)); do umount -l "${mounted[i]}" 2>/dev/null; done; }
+trap cleanup EXIT
+for m in proc dev dev/shm dev/pts; do
+    mountpoint -q "$root/$m" && continue
+    mkdir -p "$root/$m"
+    case $m in
+        proc) mount -t proc proc "$root/proc" ;;
+        *)    mount --bind "/$m" "$root/$m" ;;
+    esac && mounted+=("$root/$m")
+done
+
+# ---- the checkout: mounted at its own path inside, so that file names read the same -------
+mkdir -p "$root$here"
+mountpoint -q "$root$here" || { mount --bind "$here" "$root$here" && mounted+=("$root$here"); } \
+    || die "could not mount $here into $root"
+build=build/arm64
+logs="$here/$build/logs"
+mkdir -p "$logs"
+in_root() { nice -n 10 chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+                HOME=/root LANG=C.UTF-8 bash -c "cd '$here' && $1"; }
+arch="$(in_root 'uname -m')"
+[ "$arch" = aarch64 ] || die "the chroot runs as '$arch', not aarch64"
+
+# ---- the build ---------------------------------------------------------------------------
+# Compiling under qemu-user is 10-20 times slower than natively: where the host has clang and
+# lld, the host's clang compiles for aarch64 against the chroot's headers and libraries (the
+# same clang 14 as the chroot's), and only the tests run under qemu. ARM64_BUILD=native
+# compiles inside the chroot instead, with its own compilers.
+solibs=""
+for ch in $chapters; do
+    d=$(cd "$here" && ls -d solutions/${ch}_* 2>/dev/null | head -1)
+    [ -n "$d" ] && solibs="$solibs $build/cpu/solutions/lib$(basename "$d").so"
+done
+mode="${ARM64_BUILD:-}"
+if [ -z "$mode" ]; then
+    if [ "$(uname -m)" != aarch64 ] && command -v clang++ >/dev/null && command -v ld.lld >/dev/null \
+       && command -v llvm-ar >/dev/null; then mode=cross; else mode=native; fi
+fi
+targets="emu-tests $solibs $build/cpu/common/tut_check.o"
+if [ "$mode" = cross ]; then
+    x="--target=aarch64-linux-gnu --sysroot=$root -fuse-ld=lld"
+    cxx="$(clang++ --version | head -1 | sed 's/^Debian //; s/ (.*//; s/ version//') (cross)"
+    # the rewriter runs where make runs: on the build machine first, then inside the chroot
+    mkdir -p "$here/$build/emu"
+    (cd "$here" && cc -std=c99 -O2 -Wall -o "$build/emu/cuemu-rewrite" emu/rewrite/cuemu_rewrite.c &&
+        clang $x -std=c99 -O2 -Wall -o "$build/emu/cuemu-rewrite.aarch64" emu/rewrite/cuemu_rewrite.c &&
+        touch -r emu/rewrite/cuemu_rewrite.c "$build/emu/cuemu-rewrite.aarch64") \
+        || die "could not build the rewriter"
+    log "building the emulator, its tests and chapters $chapters for aarch64 (host clang)"
+    (cd "$here" && nice -n 10 make BUILD=$build BACKEND=cpu EMU_CXX="clang++ $x" EMU_CC="clang $x" \
+        CXX="clang++ $x" CC="clang $x" AR=llvm-ar EMU_LTO=y -o "$build/emu/cuemu-rewrite" \
+        -j"$(nproc)" $targets) >"$logs/build.log" 2>&1
+else
+    cxx="$(in_root 'clang++ --version | head -1' | sed 's/^Debian //; s/ (.*//; s/ version//')"
+    log "building the emulator, its tests and chapters $chapters inside the chroot"
+    in_root "make BUILD=$build BACKEND=cpu -j$(nproc) $targets" >"$logs/build.log" 2>&1
+fi
+built=$?
+# from here on make and the tests run inside: the aarch64 rewriter takes the host one's place
+# (emu/rewrite/lines runs it; make check-solutions rewrites every time)
+if [ "$mode" = cross ] && [ $built = 0 ]; then
+    cp -p "$here/$build/emu/cuemu-rewrite.aarch64" "$here/$build/emu/cuemu-rewrite"
+fi
+ok=1
+row="arm64 | Debian 12, qemu-user | ${cxx:-?}"
+if [ $built != 0 ]; then
+    tail -30 "$logs/build.log" >&2
+    echo "$row | build FAILED ($logs/build.log)"
+    exit 1
+fi
+
+# ---- the tests, under qemu --------------------------------------------------------------
+# EMU_TIMEOUT_SCALE: the time limits of the emulator tests (tests.cmake), made for a native
+# run, times 5 under qemu
+if [ "${EMU_TESTS:-1}" != 0 ]; then
+    log "the emulator's tests"
+    in_root "cmake -S tests -B $build/tests/arm64 -DMODE=maintainer -DBACKEND=cpu \
+               -DPYTHON=/usr/bin/python3 -DBUILD_DIR='$here/$build' -DEMU_TIMEOUT_SCALE=5 >/dev/null &&
+             ctest --test-dir $build/tests/arm64 -L '^emu\$' -E '^emu/nvcc/' --parallel 2 \
+               --output-on-failure" >"$logs/emu-tests.log" 2>&1 || ok=0
+    summary="$(grep -E '^[0-9]+% tests passed' "$logs/emu-tests.log" | tail -1)"
+    if [[ $summary =~ ([0-9]+)\ tests\ failed\ out\ of\ ([0-9]+) ]]; then
+        row="$row | emu tests $((BASH_REMATCH[2] - BASH_REMATCH[1]))/${BASH_REMATCH[2]}"
+    else
+        row="$row | emu tests did not run"
+        ok=0
+        tail -30 "$logs/emu-tests.log" >&2
+    fi
+    grep -E '^\s*[0-9]+ - ' "$logs/emu-tests.log" >&2 || true
+fi
+
+for ch in $chapters; do
+    log "chapter $ch: make check-solutions CH=$ch"
+    if in_root "make check-solutions BUILD=$build BACKEND=cpu CH=$ch PYTHON=/usr/bin/python3" \
+        >"$logs/check-solutions-$ch.log" 2>&1; then
+        row="$row | $ch pass"
+    else
+        row="$row | $ch FAIL"
+        ok=0
+        tail -30 "$logs/check-solutions-$ch.log" >&2
+    fi
+done
+
+echo "$row"
+[ $ok = 1 ]
