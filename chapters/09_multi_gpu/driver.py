@@ -1416,7 +1416,9 @@ def _bench_allreduce(lib, b, gpu, n):
         print("  NCCL: not in this build (see tools/find_nccl.sh): the ring runs alone")
     else:
         v = nccl_version(lib)
-        print(f"  NCCL {v // 10000}.{v // 100 % 100}.{v % 100}")
+        print(f"  NCCL {v // 10000}.{v // 100 % 100}.{v % 100}, NVLS (NVLink SHARP) "
+              f"{'off' if os.environ.get('NCCL_NVLS_ENABLE') == '0' else 'as NCCL chooses'}"
+              f" (NCCL_NVLS_ENABLE={os.environ.get('NCCL_NVLS_ENABLE', 'unset')})")
     top = GiB if gpu else MiB
     sizes = [4 * KiB << (2 * k) for k in range(10) if (4 * KiB << (2 * k)) <= top]
     for ndev in sorted({1, min(n, TEAM_MAX)}):
