@@ -355,7 +355,8 @@ cleanup:
    a lock (PyTorch and CuPy allocate from whichever thread runs), and C entry points with the
    exact signatures PyTorch's CUDAPluggableAllocator loads. Blocks come from cudaMalloc one by
    one (no arena), in power-of-two classes from 512 bytes; bpool_empty gives the cached ones
-   back. One pool per process, as a library's allocator is. */
+   back. One pool per process, for the one device this chapter uses: CuPy and PyTorch keep a
+   pool per device, and a pool for several devices would need one such table per device. */
 #define BP_MIN       512
 #define BP_CLASSES   48
 #define BP_MAX_BLOCK 65536
@@ -513,7 +514,9 @@ cleanup:
 }
 
 /* The two functions PyTorch's CUDAPluggableAllocator calls (their signatures are its contract:
-   no status to return, so a failure is NULL, which PyTorch reports as out of memory). */
+   no status to return, so a failure can only be NULL; PyTorch does not check it, reports no
+   out-of-memory error, and takes NULL as the tensor's address, so keep this pool from failing
+   quietly: bpool_alloc records what went wrong, tut_last_error() says it). */
 extern "C" void *bpool_torch_alloc(ssize_t size, int device, cudaStream_t stream)
 {
     void *p = NULL;

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -40,6 +41,9 @@ TEAM_MAX = 8                                  # TEAM_MAX in the .cu
 STREAM_NON_BLOCKING = 1                       # cudaStreamNonBlocking
 ADVISE_PREFERRED_LOCATION = 3                 # cudaMemAdviseSetPreferredLocation
 KERNEL, COPY, EVENT_RECORD, MALLOC_ASYNC, FREE_ASYNC, WAIT_EVENT, PREFETCH = 1, 2, 4, 6, 7, 8, 9
+
+
+NCCL_QUEUED = ctypes.CFUNCTYPE(None, ctypes.c_int)   # nccl_rank_allreduce's callback
 
 
 @functools.cache
@@ -68,6 +72,14 @@ def c_api(lib):
         peer_disable=lib.bind("peer_disable", [I, I]),
         # int peer_scale(int dev, float *d_y, const float *d_x, size_t n, float a)
         peer_scale=lib.bind("peer_scale", [I, P, P, Z, F]),
+        # int pool_access_get(int owner, int reader, int *flags)
+        pool_access_get=lib.bind("pool_access_get", [I, I, IP]),
+        # int pool_access_set(int owner, int reader, int flags)
+        pool_access_set=lib.bind("pool_access_set", [I, I, I]),
+        # int pool_alloc_on(int dev, size_t bytes, void **out)
+        pool_alloc_on=lib.bind("pool_alloc_on", [I, Z, ctypes.POINTER(P)]),
+        # int pool_free_on(int dev, void *ptr)
+        pool_free_on=lib.bind("pool_free_on", [I, P]),
         # int peer_copy(void *dst, int dst_dev, const void *src, int src_dev, size_t bytes,
         #     int how)
         peer_copy=lib.bind("peer_copy", [P, I, P, I, Z, I], out=(0,)),
@@ -111,6 +123,11 @@ def c_api(lib):
         nccl_version=lib.bind("nccl_version", [IP]),
         # int nccl_allreduce(team *t, float *const *bufs, size_t n)
         nccl_allreduce=lib.bind("nccl_allreduce", [P, ctypes.POINTER(P), Z], out=()),
+        # int nccl_unique_id(void *id)   (NCCL_UNIQUE_ID_BYTES = 128)
+        nccl_unique_id=lib.bind("nccl_unique_id", [P], out=(0,)),
+        # int nccl_rank_allreduce(const void *id, int nranks, int rank, int dev, float *h,
+        #     size_t n, void (*queued)(int rank))
+        nccl_rank_allreduce=lib.bind("nccl_rank_allreduce", [P, I, I, I, P, Z, NCCL_QUEUED], out=(4,)),
         # int bench_peer_read(int dev, int peer, size_t bytes, int by_kernel, int reps,
         #     float *times_ms)
         bench_peer_read=lib.bind("bench_peer_read", [I, I, Z, I, I, tut.c_float_p]),
@@ -860,8 +877,22 @@ def test_topology(ctx):
 @per_device_balanced
 def test_peer_errors(ctx):
     lib, api = ctx.lib, c_api(ctx.lib)
-    n = need_devices(lib, 2)
+    n = device_count(lib)
     peer_access_off(lib)
+    # one device is enough for these; as an H200 answered (CUDA 13.0, driver 580, 2026-12-04):
+    # the device itself is "peer access unsupported" (217) to enable and "not enabled" (705)
+    # to disable, not an invalid device
+    tut.expect_cuda_error(lib, "cudaErrorPeerAccessUnsupported", lambda: api.peer_enable(0, 0),
+                          "peer access from a device to itself")
+    tut.expect_cuda_error(lib, "cudaErrorPeerAccessNotEnabled", lambda: api.peer_disable(0, 0),
+                          "disabling peer access from a device to itself")
+    tut.expect_cuda_error(lib, "cudaErrorInvalidDevice", lambda: api.peer_enable(0, n),
+                          f"peer access to device {n}, which does not exist")
+    if lib.clear_last_error() != 0:
+        raise AssertionError("cudaGetLastError did not clear")
+    if n < 2:
+        raise tut.Skip(f"the one-device checks passed (the device itself: 217 to enable, 705 "
+                       f"to disable; device {n}: 101); the rest needs 2 devices, there is {n}")
     if not can_access(lib, 0, 1):
         raise tut.Skip("device 0 cannot access device 1 here (cudaDeviceCanAccessPeer = 0)")
     api.peer_enable(0, 1)
@@ -872,12 +903,93 @@ def test_peer_errors(ctx):
     api.peer_disable(0, 1)
     tut.expect_cuda_error(lib, "cudaErrorPeerAccessNotEnabled",
                           lambda: api.peer_disable(0, 1), "disabling 0 -> 1 twice")
-    tut.expect_cuda_error(lib, "cudaErrorInvalidDevice", lambda: api.peer_enable(0, 0),
-                          "peer access from a device to itself")
-    tut.expect_cuda_error(lib, "cudaErrorInvalidDevice", lambda: api.peer_enable(0, n),
-                          f"peer access to device {n}, which does not exist")
     if lib.clear_last_error() != 0:
         raise AssertionError("cudaGetLastError did not clear")
+
+
+ACCESS_NONE, ACCESS_RW = 0, 3   # cudaMemAccessFlagsProtNone, cudaMemAccessFlagsProtReadWrite
+
+
+def pool_access(lib, owner, reader):
+    f = I(-1)
+    c_api(lib).pool_access_get(owner, reader, ctypes.byref(f))
+    return f.value
+
+
+@CH.check("pool-access", "pool memory across devices: cudaMemPoolSetAccess, not peer access")
+@per_device_balanced
+def test_pool_access(ctx):
+    lib, api = ctx.lib, c_api(ctx.lib)
+    if pool_access(lib, 0, 0) != ACCESS_RW:
+        raise AssertionError("a device's own default pool is not read-write for it")
+    # the owner's access cannot be taken away: an H200 answered cudaErrorInvalidDevice
+    tut.expect_cuda_error(lib, "cudaErrorInvalidDevice",
+                          lambda: c_api(lib).pool_access_set(0, 0, ACCESS_NONE),
+                          "taking device 0's access to its own pool away")
+    lib.clear_last_error()
+    if device_count(lib) < 2:
+        raise tut.Skip(f"the owner's checks passed; a second device's access to the pool needs "
+                       f"2 devices, there is {device_count(lib)}")
+    if not can_access(lib, 0, 1):
+        raise tut.Skip("device 0 cannot access device 1 here (cudaDeviceCanAccessPeer = 0)")
+    n = 100_003
+    x = tut.random_f32(ctx.rng, n)
+    raw = P()
+    api.pool_alloc_on(1, 4 * n, ctypes.byref(raw))   # from device 1's default pool
+    try:
+        with on_device(lib, 1):
+            lib.htod(raw, tut.ptr(x), 4 * n)
+            lib.synchronize()
+        api.peer_enable(0, 1)
+        if pool_access(lib, 1, 0) != ACCESS_NONE:
+            raise AssertionError("peer access 0 -> 1 opened device 1's pool to device 0: it "
+                                 "covers cudaMalloc memory only")
+        if ctx.backend == "cpu":   # on a GPU this is an illegal address: the context is lost
+            result, stderr = tut.run_child(__file__, "child_pool_without_access")
+            if result.get("error") != "cudaErrorIllegalAddress" or \
+                    "cudaMemPoolSetAccess" not in result.get("message", "") + stderr:
+                raise AssertionError(f"a kernel on device 0 reading device 1's pool memory with "
+                                     f"peer access but no pool access gave {result}, want "
+                                     f"cudaErrorIllegalAddress naming cudaMemPoolSetAccess")
+        api.pool_access_set(1, 0, ACCESS_RW)
+        try:
+            if pool_access(lib, 1, 0) != ACCESS_RW:
+                raise AssertionError("cudaMemPoolSetAccess(read-write) did not hold")
+            with on_device(lib, 0):
+                d_y = tut.DeviceBuffer(lib, 4 * n)
+            try:
+                api.peer_scale(0, d_y.ptr, raw, n, 3.0)
+                with on_device(lib, 0):
+                    tut.assert_close(d_y.download(np.float32, n), 3.0 * x.astype(np.float64),
+                                     rtol=1e-6, atol=1e-6,
+                                     name="y on device 0 = 3 * x from device 1's pool")
+            finally:
+                with on_device(lib, 0):
+                    d_y.free()
+        finally:
+            api.pool_access_set(1, 0, ACCESS_NONE)
+        if pool_access(lib, 1, 0) != ACCESS_NONE:
+            raise AssertionError("cudaMemPoolSetAccess(none) did not take the access back")
+    finally:
+        api.pool_free_on(1, raw)
+
+
+def child_pool_without_access():
+    """Device 0 reads device 1's pool memory with peer access on but no pool access (the
+    emulator only: on a GPU it is an illegal address). RESULT {error, message}."""
+    lib = tut.load_chapter(CH.name)
+    api = c_api(lib)
+    raw, y = P(), P()
+    api.pool_alloc_on(1, 4096, ctypes.byref(raw))
+    with on_device(lib, 0):
+        lib.malloc_raw(ctypes.byref(y), 4096)
+    api.peer_enable(0, 1)
+    try:
+        api.peer_scale(0, y, raw, 1024, 2.0)
+        out = {"error": "none"}
+    except tut.CudaError as e:
+        out = {"error": e.name, "message": str(e)}
+    return tut.child_result(out)
 
 
 @CH.check("peer-kernel", "a kernel on device 0 reads device 1's memory, with peer access")
@@ -1049,6 +1161,105 @@ def test_nccl(ctx):
                     tut.assert_equal(g, want, name=f"NCCL, devices {devs}, n={n}, rank {r}")
 
 
+NCCL_ID_BYTES = 128                           # NCCL_UNIQUE_ID_BYTES
+
+
+def nccl_unique_id(lib):
+    buf = (ctypes.c_ubyte * NCCL_ID_BYTES)()
+    c_api(lib).nccl_unique_id(buf)
+    return bytes(buf)
+
+
+def nccl_rank(lib, uid, nranks, rank, dev, x, barrier=None):
+    """One rank's all-reduce of x (float32, in place): joins the communicator uid names.
+    barrier: a threading.Barrier the ranks of one process pass once their call is queued (the
+    emulator needs it, see nccl_rank_allreduce)."""
+    buf = (ctypes.c_ubyte * NCCL_ID_BYTES).from_buffer_copy(uid)
+    queued = NCCL_QUEUED(lambda r: barrier.wait(timeout=60)) if barrier else NCCL_QUEUED()
+    c_api(lib).nccl_rank_allreduce(buf, nranks, rank, dev, tut.ptr(x), x.size, queued)
+    return x
+
+
+def run_ranks(fn, nranks):
+    """fn(rank) for every rank at once, each in a thread of its own (a rank's
+    ncclCommInitRank returns only once every rank has called it); the first error raised."""
+    errors = [None] * nranks
+
+    def one(r):
+        try:
+            fn(r)
+        except BaseException as e:   # re-raised below, in the caller's thread
+            errors[r] = e
+    threads = [threading.Thread(target=one, args=(r,)) for r in range(nranks)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for e in errors:
+        if e is not None:
+            raise e
+
+
+@CH.check("nccl-ranks", "NCCL one rank per thread and per process: ncclGetUniqueId, ncclCommInitRank")
+@per_device_balanced
+def test_nccl_ranks(ctx):
+    lib = ctx.lib
+    need_nccl(lib)
+    nranks = min(device_count(lib), TEAM_MAX)
+    n = 100_003
+    want = np.sum(np.stack([rank_input(r, n) for r in range(nranks)]).astype(np.float64),
+                  axis=0).astype(np.float32)
+    # one thread per rank in this process: what the emulator can do (its devices live in one
+    # process); the unique id is handed to each thread
+    uid = nccl_unique_id(lib)
+    outs = [rank_input(r, n) for r in range(nranks)]
+    barrier = threading.Barrier(nranks)
+    run_ranks(lambda r: nccl_rank(lib, uid, nranks, r, r, outs[r], barrier), nranks)
+    for r, got in enumerate(outs):
+        tut.assert_equal(got, want, name=f"one thread per rank, {nranks} rank(s), rank {r}")
+    if ctx.backend == "cpu":
+        tut.note("one process per rank runs on a GPU only: the emulator's devices, and its "
+                 "NCCL's ranks, live in one process, so a rank in another process would "
+                 "never meet the others")
+        return
+    # one process per GPU, the way training jobs run: the id travels on the command line
+    uid = nccl_unique_id(lib)
+    results = [None] * nranks
+
+    def rank_process(r):
+        results[r], _ = tut.run_child(__file__, "child_nccl_rank", uid.hex(), nranks, r, n)
+    run_ranks(rank_process, nranks)
+    total = float(want.astype(np.float64).sum())
+    for r, res in enumerate(results):
+        if res.get("error") != "none":
+            raise AssertionError(f"rank {r}'s process failed: {res}")
+        tut.assert_equal(np.asarray(res["head"], np.float32), want[:16],
+                         name=f"one process per GPU, rank {r} of {nranks}, first 16 sums")
+        if res["sum"] != total:
+            raise AssertionError(f"rank {r}'s process: its sums add up to {res['sum']}, want "
+                                 f"{total}")
+    tut.note(f"{nranks} process(es), one per GPU, each ncclCommInitRank with the id made here")
+
+
+def rank_input(rank, n):
+    """What rank r's process sums in: integers, so every order of the sum is exact."""
+    return np.random.default_rng(1000 + rank).integers(-1000, 1000, n).astype(np.float32)
+
+
+def child_nccl_rank(uid_hex, nranks, rank, n):
+    """Rank `rank` of `nranks` in a process of its own, on device `rank`. RESULT {error,
+    head (the first 16 sums), sum (of every element, as float64)}."""
+    lib = tut.load_chapter(CH.name)
+    nranks, rank, n = int(nranks), int(rank), int(n)
+    x = rank_input(rank, n)
+    try:
+        nccl_rank(lib, bytes.fromhex(uid_hex), nranks, rank, rank, x)
+        out = {"error": "none", "head": x[:16].tolist(), "sum": float(x.astype(np.float64).sum())}
+    except (tut.CudaError, tut.LibraryError) as e:
+        out = {"error": type(e).__name__, "message": str(e)}
+    return tut.child_result(out)
+
+
 @CH.check("bad-input", "bad devices, teams and buffers: Python errors before CUDA")
 @per_device_balanced
 def test_bad_input(ctx):
@@ -1147,6 +1358,10 @@ def bench(lib):
 
 def _bench_peer(lib, b, gpu, ceiling):
     api = c_api(lib)
+    # A peer copy's GB/s counts the bytes copied, once (read on one device, written on the
+    # other); the local copy's ceiling counts bytes read plus written. Held against each
+    # other in one convention: the local copy's rate of bytes copied, half its ceiling.
+    copied = ceiling / 2
     sizes = [4, 64 * KiB, MiB, 16 * MiB, 256 * MiB] if gpu else [4, 64 * KiB, MiB]
     table = {}
     for access in (False, True):
@@ -1174,13 +1389,15 @@ def _bench_peer(lib, b, gpu, ceiling):
                 else:
                     gbps = size / (ms * 1e-3) / 1e9
                     cells.append(f"{gbps:10.2f}")
-                    b.add(label, gbps, "GB/s", gbps / ceiling)
+                    b.add(label, gbps, "GB/s", gbps / copied)
         print(f"  {_size(size):>8}  " + "  ".join(cells))
     top = sizes[-1]
     on = top / (table[(top, 0, 1, True)] * 1e-3) / 1e9
     off = top / (table[(top, 0, 1, False)] * 1e-3) / 1e9
-    b.row(f"peer copy 0->1, {_size(top)}, peer access on", on, "GB/s", ceiling)
-    b.row(f"peer copy 0->1, {_size(top)}, peer access off", off, "GB/s", ceiling)
+    b.row(f"peer copy 0->1, {_size(top)}, peer access on (ratio: to a local copy)", on, "GB/s",
+          copied)
+    b.row(f"peer copy 0->1, {_size(top)}, peer access off (ratio: to a local copy)", off,
+          "GB/s", copied)
     b.figure(f"peer access on / off, 0->1, {_size(top)}", on / off, "x")
     # A kernel on device 1 loading device 0's memory over the link, against the copy engine.
     peer_enable_all_reference(lib, [0, 1])
@@ -1199,7 +1416,9 @@ def _bench_allreduce(lib, b, gpu, n):
         print("  NCCL: not in this build (see tools/find_nccl.sh): the ring runs alone")
     else:
         v = nccl_version(lib)
-        print(f"  NCCL {v // 10000}.{v // 100 % 100}.{v % 100}")
+        print(f"  NCCL {v // 10000}.{v // 100 % 100}.{v % 100}, NVLS (NVLink SHARP) "
+              f"{'off' if os.environ.get('NCCL_NVLS_ENABLE') == '0' else 'as NCCL chooses'}"
+              f" (NCCL_NVLS_ENABLE={os.environ.get('NCCL_NVLS_ENABLE', 'unset')})")
     top = GiB if gpu else MiB
     sizes = [4 * KiB << (2 * k) for k in range(10) if (4 * KiB << (2 * k)) <= top]
     for ndev in sorted({1, min(n, TEAM_MAX)}):

@@ -266,6 +266,75 @@ cleanup:
     return status;
 }
 
+/* Pool memory across devices. cudaDeviceEnablePeerAccess maps cudaMalloc memory only: memory
+   from a stream-ordered pool (cudaMallocAsync) is reachable from another device only once the
+   pool itself grants it, cudaMemPoolSetAccess(pool, {device, ProtReadWrite}), which covers
+   every allocation of that pool, present and future (VMM memory has cuMemSetAccess in the same
+   role). The owner always has access. Here: the default pool of `owner`, and what `reader`
+   may do with it (flags: 0 none, 3 read-write, cudaMemAccessFlags). */
+extern "C" int pool_access_get(int owner, int reader, int *flags)
+{
+    int status = 0;
+    cudaMemPool_t pool;
+    struct cudaMemLocation loc;
+    enum cudaMemAccessFlags f = cudaMemAccessFlagsProtNone;
+
+    TUT_REQUIRE(flags != NULL);
+    loc.type = cudaMemLocationTypeDevice;
+    loc.id = reader;
+    CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, owner));
+    CUDA_CHECK(cudaMemPoolGetAccess(&f, pool, &loc));
+    *flags = (int)f;
+cleanup:
+    return status;
+}
+
+extern "C" int pool_access_set(int owner, int reader, int flags)
+{
+    int status = 0;
+    cudaMemPool_t pool;
+    struct cudaMemAccessDesc desc;
+
+    desc.location.type = cudaMemLocationTypeDevice;
+    desc.location.id = reader;
+    desc.flags = (enum cudaMemAccessFlags)flags;
+    CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, owner));
+    CUDA_CHECK(cudaMemPoolSetAccess(pool, &desc, 1));
+cleanup:
+    return status;
+}
+
+/* n floats from `dev`'s default pool (cudaMallocAsync on its legacy stream, then a wait: the
+   memory is usable from any stream once this returns), and their release. */
+extern "C" int pool_alloc_on(int dev, size_t bytes, void **out)
+{
+    int status = 0, prev = -1;
+
+    TUT_REQUIRE(out != NULL);
+    *out = NULL;
+    CUDA_CHECK(cudaGetDevice(&prev));
+    CUDA_CHECK(cudaSetDevice(dev));
+    CUDA_CHECK(cudaMallocAsync(out, bytes, 0));
+    CUDA_CHECK(cudaStreamSynchronize(0));
+cleanup:
+    if (prev >= 0)
+        cudaSetDevice(prev);
+    return status;
+}
+
+extern "C" int pool_free_on(int dev, void *ptr)
+{
+    int status = 0, prev = -1;
+    CUDA_CHECK(cudaGetDevice(&prev));
+    CUDA_CHECK(cudaSetDevice(dev));
+    CUDA_CHECK(cudaFreeAsync(ptr, 0));
+    CUDA_CHECK(cudaStreamSynchronize(0));
+cleanup:
+    if (prev >= 0)
+        cudaSetDevice(prev);
+    return status;
+}
+
 // ---- exercise 09.1: peer access for a group of devices ----------------------------------
 
 /* 09.1 Peer access for every ordered pair (devs[i], devs[j]), i != j, of the n devices that
@@ -785,5 +854,79 @@ extern "C" int nccl_allreduce(team *t, float *const *bufs, size_t n)
     int queued = nccl_allreduce_queue(t, bufs, n);
     int waited = t != NULL ? team_synchronize(t) : 0;
     status = queued != 0 ? queued : waited;
+    return status;
+}
+
+/* NCCL the way training jobs run it: one process (or thread) per GPU, each the only rank it
+   drives. One of them makes the communicator's name, ncclGetUniqueId (128 bytes), and hands it
+   to every other by any means it has (a pipe, an environment variable, torch.distributed's
+   store, MPI_Bcast); each then calls ncclCommInitRank(&comm, nranks, id, rank) with its own
+   device current. That call returns once all nranks have joined, so no group is needed: each
+   caller drives one rank. Then a collective per rank, in its own stream, as before. */
+extern "C" int nccl_unique_id(void *id /* NCCL_UNIQUE_ID_BYTES = 128 */)
+{
+    int status = 0;
+#if TUT_HAVE_NCCL
+    ncclUniqueId u;
+    NCCL_CHECK(ncclGetUniqueId(&u));
+    memcpy(id, &u, sizeof u);
+cleanup:
+#else
+    (void)id;
+    status = tut_record_error(TUT_ERR_NO_NCCL, "NO_NCCL", __FILE__, __LINE__,
+                              "this library was built without NCCL");
+#endif
+    return status;
+}
+
+/* Rank `rank` of `nranks` on device `dev`: joins the communicator named by `id`, sums the n
+   floats of h across every rank (in place, on a stream of its device), and leaves. `queued`,
+   when not NULL, is called once the all-reduce is queued, before anything waits for it:
+   threads of one process use it as a barrier for the emulator, which runs a collective when a
+   stream is waited for and so needs every rank's call queued first (a GPU's NCCL does not:
+   there a rank's kernel simply waits for the others). */
+typedef void (*nccl_queued_fn)(int rank);
+
+extern "C" int nccl_rank_allreduce(const void *id, int nranks, int rank, int dev, float *h,
+                                   size_t n, nccl_queued_fn queued)
+{
+    int status = 0;
+#if TUT_HAVE_NCCL
+    int prev = -1;
+    ncclUniqueId u;
+    ncclComm_t comm = NULL;
+    cudaStream_t stream = NULL;
+    float *d = NULL;
+
+    TUT_REQUIRE(id != NULL && h != NULL && n > 0);
+    memcpy(&u, id, sizeof u);
+    CUDA_CHECK(cudaGetDevice(&prev));
+    CUDA_CHECK(cudaSetDevice(dev));          /* the rank's device: NCCL takes the current one */
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaMalloc((void **)&d, n * sizeof(float)));
+    CUDA_CHECK(cudaMemcpyAsync(d, h, n * sizeof(float), cudaMemcpyHostToDevice, stream));
+    NCCL_CHECK(ncclCommInitRank(&comm, nranks, u, rank));
+    NCCL_CHECK(ncclAllReduce(d, d, n, ncclFloat, ncclSum, comm, stream));
+    if (queued != NULL)
+        queued(rank);
+    /* into pageable memory: returns once the copy, and so the all-reduce, is done */
+    CUDA_CHECK(cudaMemcpyAsync(h, d, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    (void)cudaGetLastError();   /* what NCCL's set-up handled is no error of ours */
+cleanup:
+    if (comm != NULL)
+        ncclCommDestroy(comm);
+    if (stream != NULL) {
+        cudaStreamSynchronize(stream);
+        cudaStreamDestroy(stream);
+    }
+    cudaFree(d);
+    if (prev >= 0)
+        cudaSetDevice(prev);
+#else
+    (void)id; (void)nranks; (void)rank; (void)dev; (void)h; (void)n; (void)queued;
+    status = tut_record_error(TUT_ERR_NO_NCCL, "NO_NCCL", __FILE__, __LINE__,
+                              "this library was built without NCCL");
+#endif
     return status;
 }

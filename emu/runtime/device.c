@@ -411,8 +411,11 @@ cudaError_t (cudaDeviceCanAccessPeer)(int *canAccessPeer, int device, int peerDe
 cudaError_t (cudaDeviceEnablePeerAccess)(int peerDevice, unsigned int flags)
 {
     RT_ENTER();
-    if (!rt_dev_valid(peerDevice) || peerDevice == cur_dev) return rt_err(cudaErrorInvalidDevice);
+    /* as an H200 answers (CUDA 13.0, driver 580): a device that does not exist, then flags
+       other than 0, then the device itself, which is "peer access unsupported" (217) */
+    if (!rt_dev_valid(peerDevice)) return rt_err(cudaErrorInvalidDevice);
     if (flags != 0) return rt_err(cudaErrorInvalidValue);
+    if (peerDevice == cur_dev) return rt_err(cudaErrorPeerAccessUnsupported);
     rt_lock();
     cudaError_t e = peer_on[cur_dev][peerDevice] ? cudaErrorPeerAccessAlreadyEnabled : cudaSuccess;
     peer_on[cur_dev][peerDevice] = 1;
@@ -423,9 +426,11 @@ cudaError_t (cudaDeviceEnablePeerAccess)(int peerDevice, unsigned int flags)
 cudaError_t (cudaDeviceDisablePeerAccess)(int peerDevice)
 {
     RT_ENTER();
-    if (!rt_dev_valid(peerDevice) || peerDevice == cur_dev) return rt_err(cudaErrorInvalidDevice);
+    /* the device itself was never enabled: "not enabled" (705), as an H200 answers */
+    if (!rt_dev_valid(peerDevice)) return rt_err(cudaErrorInvalidDevice);
     rt_lock();
-    cudaError_t e = peer_on[cur_dev][peerDevice] ? cudaSuccess : cudaErrorPeerAccessNotEnabled;
+    cudaError_t e = peerDevice != cur_dev && peer_on[cur_dev][peerDevice] ? cudaSuccess
+                                                                          : cudaErrorPeerAccessNotEnabled;
     peer_on[cur_dev][peerDevice] = 0;
     rt_unlock();
     return rt_err(e);

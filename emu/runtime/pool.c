@@ -434,8 +434,11 @@ cudaError_t (cudaMemPoolSetAccess)(cudaMemPool_t memPool, const struct cudaMemAc
         int id = descList[i].location.id;
         if (descList[i].location.type != cudaMemLocationTypeDevice) return rt_err(cudaErrorInvalidValue);
         if (!rt_dev_valid(id)) return rt_err(cudaErrorInvalidDevice);
+        /* the owner's own access cannot be taken away: an H200 answers cudaErrorInvalidDevice */
+        if (id == p->device && descList[i].flags == cudaMemAccessFlagsProtNone)
+            return rt_err(cudaErrorInvalidDevice);
         if (descList[i].flags != cudaMemAccessFlagsProtReadWrite &&
-            (id == p->device || descList[i].flags != cudaMemAccessFlagsProtNone))
+            descList[i].flags != cudaMemAccessFlagsProtNone)
             return rt_err(cudaErrorInvalidValue);
     }
     rt_lock();

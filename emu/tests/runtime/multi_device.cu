@@ -129,9 +129,12 @@ int main(void)
     OK(cudaDeviceCanAccessPeer(&can, 0, 0));
     EXPECT(can == 0);
     EXPECT_ERR(cudaDeviceCanAccessPeer(&can, 0, n), cudaErrorInvalidDevice);
-    EXPECT_ERR(cudaDeviceEnablePeerAccess(0, 0), cudaErrorInvalidDevice);   // itself
+    EXPECT_ERR(cudaDeviceEnablePeerAccess(0, 0), cudaErrorPeerAccessUnsupported);   // itself, as an H200 answers
     EXPECT_ERR(cudaDeviceEnablePeerAccess(n, 0), cudaErrorInvalidDevice);
     EXPECT_ERR(cudaDeviceEnablePeerAccess(1, 1), cudaErrorInvalidValue);    // flags must be 0
+    EXPECT_ERR(cudaDeviceEnablePeerAccess(0, 1), cudaErrorInvalidValue);    // flags before self
+    EXPECT_ERR(cudaDeviceDisablePeerAccess(0), cudaErrorPeerAccessNotEnabled);   // itself
+    EXPECT_ERR(cudaDeviceDisablePeerAccess(n), cudaErrorInvalidDevice);
     EXPECT_ERR(cudaDeviceDisablePeerAccess(1), cudaErrorPeerAccessNotEnabled);
     EXPECT_ERR(cudaGetLastError(), cudaErrorPeerAccessNotEnabled);
     OK(cudaDeviceEnablePeerAccess(1, 0));
@@ -254,6 +257,11 @@ int main(void)
     cudaMemAccessFlags flags = cudaMemAccessFlagsProtReadWrite;
     OK(cudaMemPoolGetAccess(&flags, pool1, &loc0));
     EXPECT(flags == cudaMemAccessFlagsProtNone);   // peer access does not cover pools
+    cudaMemAccessDesc own = {};                    // the owner's access stays (as an H200 says)
+    own.location.type = cudaMemLocationTypeDevice;
+    own.location.id = 1;
+    own.flags = cudaMemAccessFlagsProtNone;
+    EXPECT_ERR(cudaMemPoolSetAccess(pool1, &own, 1), cudaErrorInvalidDevice);
     cudaMemAccessDesc grant = {};
     grant.location = loc0;
     grant.flags = cudaMemAccessFlagsProtReadWrite;
