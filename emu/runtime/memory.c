@@ -794,8 +794,10 @@ cudaError_t rt_free_device_now(void *devPtr, const char *api)
     if (!devPtr) return sticky ? rt_err((cudaError_t)sticky) : cudaSuccess;
     rt_lock();
     rt_block *b = rt_registry_find(devPtr);
+    /* pinned host memory from a pool (CUDA 13.0's host pools) is freed as pool memory */
     if (!b || b->base != (char *)devPtr ||
-        (b->kind != CUEMU_MEM_DEVICE && b->kind != CUEMU_MEM_MANAGED)) {
+        (b->kind != CUEMU_MEM_DEVICE && b->kind != CUEMU_MEM_MANAGED &&
+         !(b->kind == CUEMU_MEM_HOST_PINNED && b->pool))) {
         cudaError_t e = bad_free(api, devPtr, "cudaMalloc, cudaMallocPitch, cudaMallocManaged "
                                  "or cudaMallocAsync");
         rt_unlock();

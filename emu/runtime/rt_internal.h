@@ -193,7 +193,9 @@ enum rt_op_kind { RT_OP_KERNEL = 1, RT_OP_COPY, RT_OP_SET, RT_OP_EVENT, RT_OP_HO
                   RT_OP_ALLOC, RT_OP_FREE, RT_OP_WAIT,
                   RT_LOG_PREFETCH = 9 /* logged only: a prefetch runs at the call (a hint) */,
                   RT_LOG_ADVICE = 10, RT_LOG_SYNC = 11,
-                  RT_OP_DEVFN = 12 /* runtime code run as device work (NCCL collectives) */ };
+                  RT_OP_DEVFN = 12 /* runtime code run as device work (NCCL collectives) */,
+                  RT_LOG_DISCARD = 13, RT_LOG_BATCH = 14 /* logged only (batch.c) */,
+                  RT_LOG_L2_RESET = 15 /* cudaCtxResetPersistingL2Cache (extras.c) */ };
 enum { RT_SYNC_STREAM = 1, RT_SYNC_EVENT = 2, RT_SYNC_DEVICE = 3 };
 /* Note in the stream log (cuemuStreamLog) a call that is not queued, with its stream and
    detail (cuemuStreamLogDetail). */
