@@ -29,6 +29,8 @@ HOST = -1                                    # cudaCpuDeviceId: a prefetch to th
 ACCESS_NORMAL, ACCESS_STREAMING, ACCESS_PERSISTING = 0, 1, 2   # cudaAccessProperty
 MEM_HOST, MEM_DEVICE, MEM_MANAGED = 1, 2, 3  # cudaMemoryType
 # the emulator's stream log (tut.stream_log(detail=True)): its kinds for these calls
+CLUSTER = 4                                  # blocks per cluster (CLUSTER in clusters.cu)
+HIST_CLUSTER, HIST_SHARED, HIST_GLOBAL = 0, 1, 2   # histogram()'s `how`
 LOG_COPY, LOG_PREFETCH, LOG_DISCARD, LOG_BATCH, LOG_L2_RESET = 2, 9, 13, 14, 15
 
 
@@ -96,6 +98,13 @@ def c_api(lib):
         bench_copies=lib.bind("bench_copies", [I, Z, Z, I, tut.c_float_p]),
         # int bench_alloc(int kind, size_t bytes, int count, int reps, float *times_ms)
         bench_alloc=lib.bind("bench_alloc", [I, Z, I, I, tut.c_float_p]),
+        # int cluster_supported(int *yes)                                       (clusters.cu)
+        cluster_supported=lib.bind("cluster_supported", [IP]),
+        # int histogram(int how, const unsigned *d_data, size_t n, unsigned nbins,
+        #     unsigned *d_hist, cudaStream_t s)
+        histogram=lib.bind("histogram", [I, P, Z, ctypes.c_uint, P, P]),
+        # int bench_histogram(int how, size_t n, unsigned nbins, int reps, float *times_ms)
+        bench_histogram=lib.bind("bench_histogram", [I, Z, ctypes.c_uint, I, tut.c_float_p]),
     )
 
 
@@ -448,6 +457,50 @@ def test_host_pool(ctx):
                 s.synchronize()
 
 
+def require_clusters(lib):
+    if lib.backend == "cpu":
+        raise tut.Skip("the emulator runs the blocks of a grid one after another, never a "
+                       "cluster's blocks together: thread block clusters need an sm_90 GPU "
+                       "(make check BACKEND=gpu)")
+    yes = I()
+    c_api(lib).cluster_supported(ctypes.byref(yes))
+    if not yes.value:
+        raise tut.Skip("this GPU launches no thread block clusters (cudaDevAttrClusterLaunch = "
+                       "0): they need compute capability 9.0 (Hopper) or later")
+
+
+def histogram_cases(ctx, large):
+    """(nbins, data): few and many bins, values past the last bin (not counted), one hot bin."""
+    cases = []
+    for nbins, n in ((4, 1000), (1024, 100_003), (16384, (1 << 20) + 5), (65536, 3_000_017)):
+        if not large and n > 200_000:
+            continue
+        data = ctx.rng.integers(0, nbins + nbins // 8 + 1, n).astype(np.uint32)
+        data[::3] = nbins // 2 + 1 if nbins > 4 else 1   # a hot bin: many atomics on one address
+        cases.append((nbins, data))
+    return cases
+
+
+def run_histogram(lib, how, data, nbins):
+    with Stream(lib) as s, tut.DeviceBuffer.from_array(lib, data) as d, \
+            tut.DeviceBuffer(lib, 4 * nbins) as h:
+        c_api(lib).histogram(how, d.ptr, data.size, nbins, h.ptr, s.handle)
+        s.synchronize()
+        got = h.download(np.uint32, nbins)
+        h.check_guards()
+    return got
+
+
+@CH.exercise(6, "cluster_hist_kernel: a cluster of 4 blocks shares one table through DSMEM")
+def test_cluster_histogram(ctx):
+    lib = ctx.lib
+    require_clusters(lib)
+    for nbins, data in histogram_cases(ctx, True):
+        want = np.bincount(data[data < nbins], minlength=nbins).astype(np.uint32)
+        tut.assert_equal(run_histogram(lib, HIST_CLUSTER, data, nbins), want,
+                         name=f"cluster histogram, {nbins} bins, {data.size} values")
+
+
 # ---- checks (lesson code) ---------------------------------------------------------------------
 @CH.check("managed-pool", "the default managed pool (CUDA 13.0): managed memory, stream-ordered")
 def test_managed_pool(ctx):
@@ -478,6 +531,15 @@ def test_managed_pool(ctx):
         finally:
             api.pool_free(p, s.handle)
             s.synchronize()
+
+
+@CH.check("histograms", "the histograms 10.6 is measured against: a table per block, global atomics")
+def test_histograms(ctx):
+    for nbins, data in histogram_cases(ctx, ctx.large):
+        want = np.bincount(data[data < nbins], minlength=nbins).astype(np.uint32)
+        for how, what in ((HIST_SHARED, "table per block"), (HIST_GLOBAL, "global atomics")):
+            tut.assert_equal(run_histogram(ctx.lib, how, data, nbins), want,
+                             name=f"{what} histogram, {nbins} bins, {data.size} values")
 
 
 # ---- demo and bench -----------------------------------------------------------------------------
@@ -511,7 +573,7 @@ def bench(lib):
     reps = 10 if gpu else 2
     print(f"\ntable lookups while {n4 * 32 // MiB} MiB stream past (in + out; GB/s of the "
           f"stream; ratio: to the copy ceiling):")
-    for table_mib in ((8, 16, 24, 32, 48) if gpu else (1,)):
+    for table_mib in ((8, 32, 64) if gpu else (1,)):
         floats = table_mib * MiB // 4
         ms = {}
         for window in (0, 1):
@@ -521,6 +583,7 @@ def bench(lib):
             b.row(f"lookups, {table_mib} MiB table, " + ("L2 window" if window else "no window"),
                   gbps, "GB/s", ceiling)
         b.figure(f"L2 window speedup, {table_mib} MiB table", ms[0] / ms[1], "x")
+    _bench_histograms(lib, b, gpu, reps, ceiling)
     # -- batched against looped prefetches, and a discard --
     count, each = (1024, 64 * KiB) if gpu else (16, 64 * KiB)
     print(f"\n{count} managed ranges of {each // KiB} KiB, dirty on the host, sent to device 0 "
@@ -561,6 +624,39 @@ def bench(lib):
         b.figure("cudaMallocHost pair / host pool pair", us[0] / us[1], "x")
     if 2 in us and 3 in us:
         b.figure("cudaMallocManaged pair / managed pool pair", us[2] / us[3], "x")
+
+
+def _bench_histograms(lib, b, gpu, reps, ceiling):
+    api = c_api(lib)
+    n = (64 << 20) if gpu else (1 << 16)
+    print(f"\nhistogram of {n >> 20 if n >= 1 << 20 else n} {'Mi ' if n >= 1 << 20 else ''}"
+          f"uint32 values (GB/s of the values read; ratio: to the copy ceiling):")
+    clusters = True
+    try:
+        require_clusters(lib)
+    except tut.Skip as e:
+        clusters = False
+        print(f"  the cluster histogram: not measured ({e})")
+    for nbins in ((4096, 16384, 65536) if gpu else (4096,)):
+        ms = {}
+        for how, what in ((HIST_CLUSTER, "cluster of 4, one table in DSMEM"),
+                          (HIST_SHARED, "a table per block + global atomics"),
+                          (HIST_GLOBAL, "global atomics alone")):
+            if how == HIST_CLUSTER and not clusters:
+                continue
+            if how == HIST_SHARED and nbins * 4 > 200 * KiB:
+                print(f"  {nbins} bins, {what}: not measured ({nbins * 4 // KiB} KiB of table "
+                      f"is more than one block's shared memory)")
+                continue
+            ms[how] = tut.median_ms(lambda r, t: api.bench_histogram(how, n, nbins, r, t), reps)
+            b.row(f"histogram, {nbins} bins, {what}", 4 * n / (ms[how] * 1e-3) / 1e9, "GB/s",
+                  ceiling)
+        if HIST_CLUSTER in ms:
+            b.figure(f"histogram, {nbins} bins: global atomics time / cluster DSMEM time",
+                     ms[HIST_GLOBAL] / ms[HIST_CLUSTER], "x")
+            if HIST_SHARED in ms:
+                b.figure(f"histogram, {nbins} bins: per-block table time / cluster DSMEM time",
+                         ms[HIST_SHARED] / ms[HIST_CLUSTER], "x")
 
 
 def warm_up(lib):

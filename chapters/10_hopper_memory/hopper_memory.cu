@@ -129,11 +129,10 @@ cleanup:
 extern "C" int l2_persist(cudaStream_t s, const void *base, size_t bytes, float hit_ratio)
 {
     int status = 0, l2 = 0, persist_max = 0, window_max = 0;
-    cudaStreamAttrValue v = {};
     status = l2_info(&l2, &persist_max, &window_max);   /* it records its own error */
     if (status != 0)
         goto cleanup;
-    // TODO(student) 10.1: set the persisting set-aside, then the stream's window over [base, base + bytes): both clamped to the device's maxima, hitProp persisting, missProp streaming (~9 lines)
+    // TODO(student) 10.1: set the persisting set-aside, then the stream's window over [base, base + bytes): both clamped to the device's maxima, hitProp persisting, missProp streaming (~12 lines)
     TUT_TODO();
 cleanup:
     return status;
@@ -146,8 +145,7 @@ cleanup:
 extern "C" int l2_persist_off(cudaStream_t s)
 {
     int status = 0;
-    cudaStreamAttrValue v = {};
-    // TODO(student) 10.1: an empty window on s, cudaCtxResetPersistingL2Cache, then the set-aside back to 0 (~5 lines)
+    // TODO(student) 10.1: an empty window on s, cudaCtxResetPersistingL2Cache, then the set-aside back to 0 (~8 lines)
     TUT_TODO();
 cleanup:
     return status;
@@ -225,11 +223,8 @@ extern "C" int prefetch_batch(void **ptrs, size_t *sizes, size_t count, size_t s
                               cudaStream_t s)
 {
     int status = 0;
-    struct cudaMemLocation locs[2];
-    size_t idxs[2];
-    size_t nlocs = 0;
     TUT_REQUIRE(count > 0 && split <= count);
-    // TODO(student) 10.2: fill locs/idxs (device from range 0 if split > 0, the host from range split if split < count) and make the one batch call (~9 lines)
+    // TODO(student) 10.2: fill locs/idxs (device from range 0 if split > 0, the host from range split if split < count) and make the one batch call (~13 lines)
     TUT_TODO();
 cleanup:
     return status;
@@ -243,9 +238,8 @@ extern "C" int discard_prefetch_batch(void **ptrs, size_t *sizes, size_t count, 
 {
     int status = 0;
     struct cudaMemLocation loc = location_of(device);
-    size_t first = 0;
     TUT_REQUIRE(count > 0);
-    // TODO(student) 10.3: one cudaMemDiscardAndPrefetchBatchAsync: every range to loc (~2 lines)
+    // TODO(student) 10.3: one cudaMemDiscardAndPrefetchBatchAsync: every range to loc (~4 lines)
     TUT_TODO();
 cleanup:
     return status;
@@ -258,10 +252,8 @@ extern "C" int copy_batch(void **dsts, const void **srcs, size_t *sizes, size_t 
                           cudaStream_t s)
 {
     int status = 0;
-    struct cudaMemcpyAttributes attr = {};
-    size_t first = 0;
     TUT_REQUIRE(count > 0);
-    // TODO(student) 10.4: the attributes (srcAccessOrder: stream order), then one cudaMemcpyBatchAsync (~3 lines)
+    // TODO(student) 10.4: the attributes (srcAccessOrder: stream order), then one cudaMemcpyBatchAsync (~6 lines)
     TUT_TODO();
 cleanup:
     return status;
@@ -276,12 +268,10 @@ cleanup:
 extern "C" int host_pool_create(cudaMemPool_t *out, int device)
 {
     int status = 0;
-    struct cudaMemPoolProps props = {};
-    struct cudaMemAccessDesc access = {};
     cudaMemPool_t pool = NULL;
     TUT_REQUIRE(out != NULL);
     *out = NULL;
-    // TODO(student) 10.5: props (pinned, host location, no handle types), cudaMemPoolCreate, then read-write access for device (~8 lines)
+    // TODO(student) 10.5: props (pinned, host location, no handle types), cudaMemPoolCreate, then read-write access for device (~13 lines)
     TUT_TODO();
     *out = pool;
     pool = NULL;   /* the caller owns it now */

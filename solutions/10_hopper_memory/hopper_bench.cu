@@ -56,7 +56,7 @@ extern "C" int bench_lookup(size_t table_floats, size_t n4, int window, int reps
     CUDA_CHECK(cudaMalloc(&d_out, n4 * sizeof(float4)));
     CUDA_CHECK(cudaMemset(d_table, 0, table_bytes));
     CUDA_CHECK(cudaMemset(d_in, 0, n4 * sizeof(float4)));
-    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreate(&s));
     CUDA_CHECK(tut_timer_init(&t));
     CUDA_CHECK(cudaCtxResetPersistingL2Cache());
     if (window) {
@@ -120,7 +120,7 @@ extern "C" int bench_prefetch(int mode, size_t count, size_t each, int device, i
         ptrs[i] = m + i * each;
         sizes[i] = each;
     }
-    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreate(&s));
     CUDA_CHECK(tut_timer_init(&t));
     for (int i = -1; i < reps; i++) {
         CUDA_CHECK(cudaMemPrefetchAsync(m, count * each, host, 0, s));
@@ -177,7 +177,7 @@ extern "C" int bench_copies(int mode, size_t count, size_t each, int reps, float
         dsts[i] = d + (count - 1 - i) * each;
         sizes[i] = each;
     }
-    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreate(&s));
     CUDA_CHECK(tut_timer_init(&t));
     for (int i = -1; i < reps; i++) {
         CUDA_CHECK(tut_timer_start(&t, s));
@@ -222,7 +222,7 @@ extern "C" int bench_alloc(int kind, size_t bytes, int count, int reps, float *t
     void *p = NULL;
     TUT_REQUIRE(kind >= 0 && kind <= 3 && count > 0 && bytes > 0);
     CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreate(&s));
     if (kind == 1) {
         props.allocType = cudaMemAllocationTypePinned;
         props.location.type = cudaMemLocationTypeHost;

@@ -129,13 +129,14 @@ cleanup:
 extern "C" int l2_persist(cudaStream_t s, const void *base, size_t bytes, float hit_ratio)
 {
     int status = 0, l2 = 0, persist_max = 0, window_max = 0;
-    cudaStreamAttrValue v = {};
     status = l2_info(&l2, &persist_max, &window_max);   /* it records its own error */
     if (status != 0)
         goto cleanup;
-    // @solution 10.1: set the persisting set-aside, then the stream's window over [base, base + bytes): both clamped to the device's maxima, hitProp persisting, missProp streaming (~9 lines)
+    // @solution 10.1: set the persisting set-aside, then the stream's window over [base, base + bytes): both clamped to the device's maxima, hitProp persisting, missProp streaming (~12 lines)
     CUDA_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize,
                                   bytes < (size_t)persist_max ? bytes : (size_t)persist_max));
+    {   /* a block of its own: a goto may not jump over an initialised variable into its scope */
+    cudaStreamAttrValue v = {};
     v.accessPolicyWindow.base_ptr = (void *)base;
     /* a window larger than the maximum is refused (cudaErrorInvalidValue), not clamped */
     v.accessPolicyWindow.num_bytes = bytes < (size_t)window_max ? bytes : (size_t)window_max;
@@ -143,6 +144,7 @@ extern "C" int l2_persist(cudaStream_t s, const void *base, size_t bytes, float 
     v.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
     v.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
     CUDA_CHECK(cudaStreamSetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &v));
+    }
     // @stub TUT_TODO();
     // @end
 cleanup:
@@ -156,12 +158,13 @@ cleanup:
 extern "C" int l2_persist_off(cudaStream_t s)
 {
     int status = 0;
-    cudaStreamAttrValue v = {};
-    // @solution 10.1: an empty window on s, cudaCtxResetPersistingL2Cache, then the set-aside back to 0 (~5 lines)
-    v.accessPolicyWindow.num_bytes = 0;
+    // @solution 10.1: an empty window on s, cudaCtxResetPersistingL2Cache, then the set-aside back to 0 (~8 lines)
+    {
+    cudaStreamAttrValue v = {};   /* num_bytes 0: no window */
     v.accessPolicyWindow.hitProp = cudaAccessPropertyNormal;
     v.accessPolicyWindow.missProp = cudaAccessPropertyNormal;
     CUDA_CHECK(cudaStreamSetAttribute(s, cudaStreamAttributeAccessPolicyWindow, &v));
+    }
     CUDA_CHECK(cudaCtxResetPersistingL2Cache());
     CUDA_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 0));
     // @stub TUT_TODO();
@@ -242,11 +245,11 @@ extern "C" int prefetch_batch(void **ptrs, size_t *sizes, size_t count, size_t s
                               cudaStream_t s)
 {
     int status = 0;
-    struct cudaMemLocation locs[2];
-    size_t idxs[2];
-    size_t nlocs = 0;
     TUT_REQUIRE(count > 0 && split <= count);
-    // @solution 10.2: fill locs/idxs (device from range 0 if split > 0, the host from range split if split < count) and make the one batch call (~9 lines)
+    // @solution 10.2: fill locs/idxs (device from range 0 if split > 0, the host from range split if split < count) and make the one batch call (~13 lines)
+    {
+    struct cudaMemLocation locs[2];
+    size_t idxs[2], nlocs = 0;
     if (split > 0) {
         locs[nlocs] = location_of(device);
         idxs[nlocs++] = 0;
@@ -256,6 +259,7 @@ extern "C" int prefetch_batch(void **ptrs, size_t *sizes, size_t count, size_t s
         idxs[nlocs++] = split;
     }
     CUDA_CHECK(cudaMemPrefetchBatchAsync(ptrs, sizes, count, locs, idxs, nlocs, 0, s));
+    }
     // @stub TUT_TODO();
     // @end
 cleanup:
@@ -270,10 +274,12 @@ extern "C" int discard_prefetch_batch(void **ptrs, size_t *sizes, size_t count, 
 {
     int status = 0;
     struct cudaMemLocation loc = location_of(device);
-    size_t first = 0;
     TUT_REQUIRE(count > 0);
-    // @solution 10.3: one cudaMemDiscardAndPrefetchBatchAsync: every range to loc (~2 lines)
+    // @solution 10.3: one cudaMemDiscardAndPrefetchBatchAsync: every range to loc (~4 lines)
+    {
+    size_t first = 0;   /* one location, for the ranges from the first on */
     CUDA_CHECK(cudaMemDiscardAndPrefetchBatchAsync(ptrs, sizes, count, &loc, &first, 1, 0, s));
+    }
     // @stub TUT_TODO();
     // @end
 cleanup:
@@ -287,12 +293,14 @@ extern "C" int copy_batch(void **dsts, const void **srcs, size_t *sizes, size_t 
                           cudaStream_t s)
 {
     int status = 0;
-    struct cudaMemcpyAttributes attr = {};
-    size_t first = 0;
     TUT_REQUIRE(count > 0);
-    // @solution 10.4: the attributes (srcAccessOrder: stream order), then one cudaMemcpyBatchAsync (~3 lines)
+    // @solution 10.4: the attributes (srcAccessOrder: stream order), then one cudaMemcpyBatchAsync (~6 lines)
+    {
+    struct cudaMemcpyAttributes attr = {};
+    size_t first = 0;   /* one set of attributes, for the copies from the first on */
     attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
     CUDA_CHECK(cudaMemcpyBatchAsync(dsts, srcs, sizes, count, &attr, &first, 1, s));
+    }
     // @stub TUT_TODO();
     // @end
 cleanup:
@@ -308,12 +316,13 @@ cleanup:
 extern "C" int host_pool_create(cudaMemPool_t *out, int device)
 {
     int status = 0;
-    struct cudaMemPoolProps props = {};
-    struct cudaMemAccessDesc access = {};
     cudaMemPool_t pool = NULL;
     TUT_REQUIRE(out != NULL);
     *out = NULL;
-    // @solution 10.5: props (pinned, host location, no handle types), cudaMemPoolCreate, then read-write access for device (~8 lines)
+    // @solution 10.5: props (pinned, host location, no handle types), cudaMemPoolCreate, then read-write access for device (~13 lines)
+    {
+    struct cudaMemPoolProps props = {};
+    struct cudaMemAccessDesc access = {};
     props.allocType = cudaMemAllocationTypePinned;
     props.handleTypes = cudaMemHandleTypeNone;
     props.location.type = cudaMemLocationTypeHost;
@@ -323,6 +332,7 @@ extern "C" int host_pool_create(cudaMemPool_t *out, int device)
     access.location.id = device;
     access.flags = cudaMemAccessFlagsProtReadWrite;
     CUDA_CHECK(cudaMemPoolSetAccess(pool, &access, 1));
+    }
     // @stub TUT_TODO();
     // @end
     *out = pool;
