@@ -13,15 +13,16 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Each element: 16 bytes read from a stream, 16 written, and one scattered read of a table:
-   32 bytes of streaming traffic per table read, so that between two reads of one table line
-   about twice the table's size passes through L2. */
+/* Each element: 16 bytes read from a stream, 16 written, and a table value at a scattered
+   place, the same for `spl` neighbouring elements (one table read per spl elements, a
+   broadcast within the warp): 32 * spl bytes stream through L2 per table read, so between two
+   reads of one table line about 2 * spl times the table's size passes through L2. */
 __global__ void bench_lookup_kernel(const float *table, unsigned mask, const float4 *in,
-                                    float4 *out, size_t n)
+                                    float4 *out, size_t n, unsigned spl)
 {
     size_t stride = (size_t)gridDim.x * blockDim.x;
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        float t = table[(unsigned)(i * 2654435761u) & mask];
+        float t = table[(unsigned)((i / spl) * 2654435761u) & mask];
         float4 v = in[i];
         out[i] = make_float4(v.x + t, v.y + t, v.z + t, v.w + t);
     }
@@ -38,7 +39,8 @@ static struct cudaMemLocation bench_where(int device)
 /* n4 float4 elements stream past a table of table_floats (a power of two) floats. window 1:
    the table persists (set-aside and hit ratio as large as the device allows); 0: no window,
    after a reset of what persisted before. Times each launch. */
-extern "C" int bench_lookup(size_t table_floats, size_t n4, int window, int reps, float *times_ms)
+extern "C" int bench_lookup(size_t table_floats, size_t n4, unsigned spl, int window, int reps,
+                            float *times_ms)
 {
     int status = 0, dev = 0, persist_max = 0, window_max = 0;
     float *d_table = NULL;
@@ -47,7 +49,7 @@ extern "C" int bench_lookup(size_t table_floats, size_t n4, int window, int reps
     tut_timer t = {};
     cudaStreamAttrValue v = {};
     size_t table_bytes = table_floats * sizeof(float);
-    TUT_REQUIRE(table_floats > 0 && (table_floats & (table_floats - 1)) == 0 && n4 > 0);
+    TUT_REQUIRE(table_floats > 0 && (table_floats & (table_floats - 1)) == 0 && n4 > 0 && spl > 0);
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&persist_max, cudaDevAttrMaxPersistingL2CacheSize, dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&window_max, cudaDevAttrMaxAccessPolicyWindowSize, dev));
@@ -74,7 +76,7 @@ extern "C" int bench_lookup(size_t table_floats, size_t n4, int window, int reps
     for (int i = -1; i < reps; i++) {
         CUDA_CHECK(tut_timer_start(&t, s));
         bench_lookup_kernel<<<2048, 256, 0, s>>>(d_table, (unsigned)(table_floats - 1), d_in,
-                                                 d_out, n4);
+                                                 d_out, n4, spl);
         CUDA_CHECK_LAUNCH();
         CUDA_CHECK(tut_timer_lap(&t, i, times_ms));
     }
@@ -100,6 +102,9 @@ cleanup:
    mode 0  a loop of cudaMemPrefetchAsync, one per range
    mode 1  one cudaMemPrefetchBatchAsync
    mode 2  one cudaMemDiscardAndPrefetchBatchAsync: the contents are declared dead first
+   mode 3  a loop of cudaMemPrefetchAsync of ranges already on the device (nothing moves: what
+           the calls themselves cost)
+   mode 4  one cudaMemPrefetchBatchAsync of the same
    Events on the stream around the calls (so the host's time to issue a loop counts). */
 extern "C" int bench_prefetch(int mode, size_t count, size_t each, int device, int reps,
                               float *times_ms)
@@ -111,7 +116,7 @@ extern "C" int bench_prefetch(int mode, size_t count, size_t each, int device, i
     cudaStream_t s = NULL;
     tut_timer t = {};
     struct cudaMemLocation to = bench_where(device), host = bench_where(-1);
-    TUT_REQUIRE(mode >= 0 && mode <= 2 && count > 0 && each > 0);
+    TUT_REQUIRE(mode >= 0 && mode <= 4 && count > 0 && each > 0);
     ptrs = (void **)calloc(count, sizeof *ptrs);
     sizes = (size_t *)calloc(count, sizeof *sizes);
     TUT_REQUIRE(ptrs != NULL && sizes != NULL);
@@ -123,14 +128,19 @@ extern "C" int bench_prefetch(int mode, size_t count, size_t each, int device, i
     CUDA_CHECK(cudaStreamCreate(&s));
     CUDA_CHECK(tut_timer_init(&t));
     for (int i = -1; i < reps; i++) {
-        CUDA_CHECK(cudaMemPrefetchAsync(m, count * each, host, 0, s));
-        CUDA_CHECK(cudaStreamSynchronize(s));
-        memset(m, i & 0x7F, count * each);   /* every page dirty on the host */
+        if (mode <= 2) {
+            CUDA_CHECK(cudaMemPrefetchAsync(m, count * each, host, 0, s));
+            CUDA_CHECK(cudaStreamSynchronize(s));
+            memset(m, i & 0x7F, count * each);   /* every page dirty on the host */
+        } else {
+            CUDA_CHECK(cudaMemPrefetchAsync(m, count * each, to, 0, s));
+            CUDA_CHECK(cudaStreamSynchronize(s));
+        }
         CUDA_CHECK(tut_timer_start(&t, s));
-        if (mode == 0) {
+        if (mode == 0 || mode == 3) {
             for (size_t r = 0; r < count; r++)
                 CUDA_CHECK(cudaMemPrefetchAsync(ptrs[r], sizes[r], to, 0, s));
-        } else if (mode == 1) {
+        } else if (mode == 1 || mode == 4) {
             CUDA_CHECK(cudaMemPrefetchBatchAsync(ptrs, sizes, count, &to, &first, 1, 0, s));
         } else {
             CUDA_CHECK(cudaMemDiscardAndPrefetchBatchAsync(ptrs, sizes, count, &to, &first, 1,
