@@ -552,7 +552,7 @@ def demo(lib):
     print(f"L2: {info.l2 / MiB:.1f} MiB; at most {info.persist_max / MiB:.1f} MiB of it set aside "
           f"for persisting accesses; the largest window {info.window_max / MiB:.1f} MiB")
     if lib.backend == "cpu":
-        print("  (the emulator reports an H200's figures; a CPU has no such cache)")
+        print("  (figures the emulator makes up, near an H200's; a CPU has no such cache)")
     with Stream(lib) as s, tut.ManagedArray(lib, 4 * 64 * KiB // 4) as m:
         ptrs, szs, _ = ranges_of(m, [64 * KiB] * 4)
         try:

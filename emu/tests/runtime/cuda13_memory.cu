@@ -16,6 +16,8 @@
 
 #include "rt_test.h"
 
+__global__ void touch_kernel(char *p) { p[threadIdx.x] = 1; }
+
 int main(void)
 {
     cudaStream_t s;
@@ -163,7 +165,15 @@ int main(void)
     OK(cudaFreeHost(h));
     OK(cudaFree(d));
     OK(cudaFree(m));
-    OK(cudaStreamDestroy(s));
+
+    // Last, as it ends the context: a kernel given host pool memory its device may not use
+    // faults on a GPU; here the launch is refused and the fault made the sticky error.
+    OK(cudaMemPoolCreate(&hp, &props));
+    OK(cudaMallocFromPoolAsync(&p, 4096, hp, s));
+    OK(cudaStreamSynchronize(s));
+    touch_kernel<<<1, 32, 0, s>>>((char *)p);
+    EXPECT_ERR(cudaStreamSynchronize(s), cudaErrorIllegalAddress);
+    OK(cudaDeviceReset());
     if (failures) fprintf(stderr, "cuda13_memory: %d failure(s)\n", failures);
     else printf("cuda13_memory: passed\n");
     return failures ? 1 : 0;
