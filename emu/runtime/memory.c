@@ -1509,6 +1509,10 @@ static int managed_is_read_mostly(const rt_block *b, const char *p, size_t count
     return 1;
 }
 
+/* Also for managed pool blocks (pool.c) when they go back to their pool: a block handed out
+   again starts with no advice and no prefetch, as a new allocation does. */
+void rt_managed_forget(rt_block *b) { managed_forget(b); }
+
 static void managed_forget(rt_block *b)
 {
     free(b->rm_pages);

@@ -150,6 +150,7 @@ void rt_pool_return(rt_block *b)
     b->nacc_list = 0;
     b->acc_maxlen = 0;
     rt_registry_remove(b);
+    if (b->kind == CUEMU_MEM_MANAGED) rt_managed_forget(b);
     p->used -= b->accounted;
     rt_freed_push(b, 0);
     rt_block_protect(b, 0);

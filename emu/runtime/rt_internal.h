@@ -122,6 +122,8 @@ rt_block *rt_registry_find(const void *p);          /* p in [ext, ext+ext_len) *
 void      rt_freed_push(rt_block *b, int give_mapping);
 /* Make a block's data inaccessible (pool blocks kept in reserve). */
 void      rt_block_protect(rt_block *b, int accessible);
+/* Drop a managed block's advice and prefetch records (lock held). */
+void      rt_managed_forget(rt_block *b);
 /* Check the poisoned bytes between the end of b and its guard page (lock held);
    reports and sets the sticky error once. Returns 1 if damaged. */
 int       rt_block_check_slack(rt_block *b, const char *when);
