@@ -81,6 +81,7 @@ static void pools_init(void)
     pool_defaults(&host_pool);
     host_pool.is_default = 1;
     host_pool.kind = CUEMU_MEM_HOST_PINNED;
+    host_pool.device = -1;
     host_pool.next = pools;
     pools = &host_pool;
     pool_defaults(&managed_pool);
@@ -214,7 +215,7 @@ static cudaError_t pool_alloc(rt_pool *p, void **out, size_t size, const char *f
         }
         best->accounted = acc;
         best->pool = p;
-        best->device = p->device;
+        best->device = pool_is_host(p) ? rt_cur_dev() : p->device;   /* pinned: as cudaMallocHost */
         p->reserved += acc;
         if (p->reserved > p->reserved_high) p->reserved_high = p->reserved;
     }
@@ -414,6 +415,7 @@ cudaError_t (cudaMemPoolCreate)(cudaMemPool_t *memPool, const struct cudaMemPool
     pool_owned_by(p, host ? 0 : poolProps->location.id);
     if (host) {   /* the host's own: no device may use it before cudaMemPoolSetAccess */
         p->kind = CUEMU_MEM_HOST_PINNED;
+        p->device = -1;   /* no device owns it (not even device 0 for cudaMemPoolSetAccess) */
         p->access = 0;
     }
     p->max_size = poolProps->maxSize;
@@ -432,7 +434,8 @@ cudaError_t (cudaMemPoolDestroy)(cudaMemPool_t memPool)
     rt_lock();
     rt_pool *p = pool_get(memPool);
     if (!p || p->is_default) { rt_unlock(); return rt_err(cudaErrorInvalidValue); }
-    if (current_pools[p->device] == p) current_pools[p->device] = &default_pools[p->device];
+    if (p->device >= 0 && current_pools[p->device] == p)
+        current_pools[p->device] = &default_pools[p->device];
     /* Allocations still out are released when they are freed, as CUDA defers it too. */
     p->destroyed = 1;
     pool_trim(p, 0);
@@ -516,8 +519,7 @@ cudaError_t (cudaMemPoolSetAccess)(cudaMemPool_t memPool, const struct cudaMemAc
         if (descList[i].location.type != cudaMemLocationTypeDevice) return rt_err(cudaErrorInvalidValue);
         if (!rt_dev_valid(id)) return rt_err(cudaErrorInvalidDevice);
         if (descList[i].flags != cudaMemAccessFlagsProtReadWrite &&
-            ((id == p->device && !pool_is_host(p)) ||
-             descList[i].flags != cudaMemAccessFlagsProtNone))
+            (id == p->device || descList[i].flags != cudaMemAccessFlagsProtNone))
             return rt_err(cudaErrorInvalidValue);
     }
     rt_lock();
