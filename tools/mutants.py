@@ -877,20 +877,25 @@ class Pool:
 
 def baseline(ws, chapter, ids, orders, seed):
     """The unmutated chapter must pass the exercises' tests in every order; their times set
-    the mutants' timeouts. Returns (problem or '', {(id, order): seconds})."""
+    the mutants' timeouts. Returns (problem or '', {(id, order): seconds}, {id: why skipped}):
+    an exercise the emulator cannot run (its test skips, e.g. chapter 10's clusters) has its
+    mutants left out, said, and counted nowhere."""
     error = ws.build_chapter(chapter)
     if error:
-        return f"the unmutated solutions do not compile: {error}", {}
-    times = {}
+        return f"the unmutated solutions do not compile: {error}", {}, {}
+    times, skipped = {}, {}
     for order in orders:
         results, why = ws.run_tests(chapter, sorted(ids), order, seed, 600)
         for i in sorted(ids):
             r = results.get(i)
+            if r is not None and r["status"] == "SKIP":
+                skipped[i] = first_line(r["message"])
+                continue
             if r is None or r["status"] != "PASS":
                 return (f"the unmutated solution fails {i} in order {order}: "
-                        f"{first_line(r['message']) if r else why}"), {}
+                        f"{first_line(r['message']) if r else why}"), {}, {}
             times[(i, order)] = r["seconds"]
-    return "", times
+    return "", times, skipped
 
 
 def sample(mutants, declared, n):
@@ -1006,12 +1011,18 @@ def run(args):
                                     f"never is: a GPU shows it")
             timeout = {"default": args.timeout}
             if not args.no_baseline and mutants:
-                problem, times = pool.run(baseline, chapter, {m.exercise for m in mutants},
-                                          orders, args.seed)
+                problem, times, skipped = pool.run(baseline, chapter,
+                                                   {m.exercise for m in mutants}, orders,
+                                                   args.seed)
                 if problem:
                     print(f"\n== {chapter} ==\nERROR: {problem}")
                     exit_code = 2
                     continue
+                for ex_id, why in sorted(skipped.items()):
+                    left = sum(m.exercise == ex_id for m in mutants)
+                    print(f"  {ex_id}: its test skips on the emulator ({why}): its {left} "
+                          f"mutant(s) are not run here", file=sys.stderr)
+                mutants = [m for m in mutants if m.exercise not in skipped]
                 # a mutant that hangs a kernel (a loop that never ends) is stopped by the
                 # emulator's watchdog: seconds, not its default 20, when the test takes less
                 timeout.update({k: max(args.timeout / 4, 20 * s) for k, s in times.items()})

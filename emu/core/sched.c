@@ -1196,7 +1196,9 @@ int cuemu_launch_prepare(const cuemu_launch_desc *d)
 int cuemu_check_kernel_pointer(const cuemu_launch_desc *d, int index, const void *p)
 {
     cuemu_alloc_info ai;
-    if (!p || cuemu_alloc_lookup(p, &ai)) return 0;
+    if (p && cuemu_alloc_lookup(p, &ai))   /* pinned host pool memory needs the device's access */
+        return cuemu_pool_denies(p, d->kernel, d->file, d->line);
+    if (!p) return 0;
     if (cuemu_alloc_was_freed(p, &ai)) {
         char freed[320] = "";
         if (ai.free_file)

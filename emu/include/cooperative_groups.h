@@ -242,5 +242,8 @@ static inline T reduce(const thread_block_tile<N, P> &g, T v, Op op,
 }
 }  // namespace cooperative_groups
 
+/* this_cluster(): every block a cluster of one (thread block clusters need an sm_90 GPU) */
+#include "cuemu_cluster.h"
+
 #endif /* __cplusplus */
 #endif /* _COOPERATIVE_GROUPS_H_ */

@@ -831,7 +831,9 @@ void cuemu_site(const char *file, int line);
    cudaDeviceSynchronize: 0). cuemuStreamLogDetail gives each entry's detail in the same order:
    a prefetch's destination (a device ordinal, or -1 = cudaCpuDeviceId for the host), the
    advice (a cudaMemoryAdvise value), the synchronisation (1 stream, 2 event, 3 device); 0 for
-   the rest. cuemuStreamLogDevice gives the device each entry's stream belongs to (stream ids
+   the rest. CUDA 13.0's batch calls (emu/runtime/batch.c) log 14 once per batch (detail: its
+   items) before their items, a discard 13 per range; cudaCtxResetPersistingL2Cache logs 15.
+   cuemuStreamLogDevice gives the device each entry's stream belongs to (stream ids
    0 and -1 are each device's own default streams; CUEMU_DEVICES). */
 int  cuemuStreamLog(long long *stream_ids, int *kinds, int max);
 int  cuemuStreamLogDetail(int *details, int max);
@@ -868,6 +870,8 @@ const char *cuemuProfileReport(void);
 /* Runtime calls and types beyond the course's subset (stream attributes, occupancy helpers,
    profiler, ...), kept apart: emu/runtime/extras.c implements them. */
 #include "cuemu_runtime_ext.h"
+/* CUDA 13.0's batched prefetch, discard and copy calls, and pools by location and type */
+#include "cuemu_cuda13_memory.h"
 
 #ifdef __cplusplus
 /* ---- C++ overloads that CUDA's own cuda_runtime.h adds -------------------------------- */

@@ -43,6 +43,8 @@
    (C++23) and <experimental/simd> would still collide. */
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
+/* sm_90 thread block clusters: ignored, every block a cluster of one (cuemu_cluster.h) */
+#define __cluster_dims__(...)
 #define __align__(n) __attribute__((aligned(n)))
 #define __builtin_align__(n) __attribute__((aligned(n)))
 #define __grid_constant__

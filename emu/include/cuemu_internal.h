@@ -54,6 +54,8 @@ typedef struct {
 
 /* 1 and *out filled when p lies in [base, base+size) of a live allocation, else 0. */
 int cuemu_alloc_lookup(const void *p, cuemu_alloc_info *out);
+/* 1 (and a diagnosis) if p is in a pinned host memory pool the current device may not use. */
+int cuemu_pool_denies(const void *p, const char *kernel, const char *file, int line);
 /* For fault reports: the live allocation whose range, or guard zone around it, holds p.
    *offset = p - base (negative before the start, >= size past the end). 1 if found. */
 int cuemu_alloc_nearest(const void *p, cuemu_alloc_info *out, long long *offset);

@@ -362,7 +362,7 @@ cudaError_t (cudaDeviceGetAttribute)(int *value, enum cudaDeviceAttr attr, int d
     case cudaDevAttrGpuPciSubsystemId: v = (int)p.gpuPciSubsystemID; break;
     case cudaDevAttrHostNumaMemoryPoolsSupported: v = 0; break;
     case cudaDevAttrHostNumaMultinodeIpcSupported: v = p.hostNumaMultinodeIpcSupported; break;
-    case cudaDevAttrHostMemoryPoolsSupported: v = 0; break;
+    case cudaDevAttrHostMemoryPoolsSupported: v = 1; break;   /* pool.c: host pools */
     case cudaDevAttrOnlyPartialHostNativeAtomicSupported: v = 0; break;
     default: return rt_err(cudaErrorInvalidValue);
     }

@@ -822,8 +822,10 @@ cudaError_t rt_free_device_now(void *devPtr, const char *api)
     if (!devPtr) return sticky ? rt_err((cudaError_t)sticky) : cudaSuccess;
     rt_lock();
     rt_block *b = rt_registry_find(devPtr);
+    /* pinned host memory from a pool (CUDA 13.0's host pools) is freed as pool memory */
     if (!b || b->base != (char *)devPtr ||
-        (b->kind != CUEMU_MEM_DEVICE && b->kind != CUEMU_MEM_MANAGED)) {
+        (b->kind != CUEMU_MEM_DEVICE && b->kind != CUEMU_MEM_MANAGED &&
+         !(b->kind == CUEMU_MEM_HOST_PINNED && b->pool))) {
         cudaError_t e = bad_free(api, devPtr, "cudaMalloc, cudaMallocPitch, cudaMallocManaged "
                                  "or cudaMallocAsync");
         rt_unlock();
@@ -1534,6 +1536,10 @@ static int managed_is_read_mostly(const rt_block *b, const char *p, size_t count
         if (!b->rm_pages[i]) return 0;
     return 1;
 }
+
+/* Also for managed pool blocks (pool.c) when they go back to their pool: a block handed out
+   again starts with no advice and no prefetch, as a new allocation does. */
+void rt_managed_forget(rt_block *b) { managed_forget(b); }
 
 static void managed_forget(rt_block *b)
 {

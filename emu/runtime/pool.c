@@ -32,12 +32,20 @@ typedef struct rt_pool {
     struct rt_pool *next;
     int device;                   /* where its memory lives */
     unsigned access;              /* bit d: device d may use its memory (cudaMemPoolSetAccess) */
+    cuemu_mem_kind kind;          /* what it hands out: device memory (0 means it too), pinned
+                                     host memory (CUDA 13.0: a host location), managed memory */
 } rt_pool;
 
 /* One default pool per device; each device's current pool starts as its default one. */
 static rt_pool default_pools[RT_MAX_DEVICES];
 static rt_pool *pools;            /* every pool, the default ones included */
 static rt_pool *current_pools[RT_MAX_DEVICES];
+/* CUDA 13.0's other default pools (cudaMemGetDefaultMemPool): pinned host memory, whose
+   blocks count against no device and which no device may use until cudaMemPoolSetAccess says
+   so; and managed memory, counted like cudaMallocManaged's, usable by every device. */
+static rt_pool host_pool, managed_pool;
+
+static int pool_is_host(const rt_pool *p) { return p->kind == CUEMU_MEM_HOST_PINNED; }
 
 static void pool_defaults(rt_pool *p)
 {
@@ -70,6 +78,18 @@ static void pools_init(void)
         pools = p;
         current_pools[d] = p;
     }
+    pool_defaults(&host_pool);
+    host_pool.is_default = 1;
+    host_pool.kind = CUEMU_MEM_HOST_PINNED;
+    host_pool.device = -1;
+    host_pool.next = pools;
+    pools = &host_pool;
+    pool_defaults(&managed_pool);
+    managed_pool.is_default = 1;
+    managed_pool.kind = CUEMU_MEM_MANAGED;
+    managed_pool.access = ~0u;
+    managed_pool.next = pools;
+    pools = &managed_pool;
 }
 
 int rt_pool_accessible(const struct rt_pool *p, int dev)
@@ -88,7 +108,7 @@ static rt_pool *pool_get(cudaMemPool_t h)
 static void release_block(rt_pool *p, rt_block *b)
 {
     p->reserved -= b->accounted;
-    rt_unaccount(p->device, b->accounted);
+    if (!pool_is_host(p)) rt_unaccount(p->device, b->accounted);
     free(b->acc_list);              /* the ring frees b, not what it points to */
     b->acc_list = NULL;
     b->nacc_list = b->cap_acc_list = 0;
@@ -131,6 +151,7 @@ void rt_pool_return(rt_block *b)
     b->nacc_list = 0;
     b->acc_maxlen = 0;
     rt_registry_remove(b);
+    if (b->kind == CUEMU_MEM_MANAGED) rt_managed_forget(b);
     p->used -= b->accounted;
     rt_freed_push(b, 0);
     rt_block_protect(b, 0);
@@ -179,7 +200,7 @@ static cudaError_t pool_alloc(rt_pool *p, void **out, size_t size, const char *f
         if (!best->base) { release_block(p, best); return cudaErrorMemoryAllocation; }
     } else {
         if (p->max_size && p->reserved + acc > p->max_size) return cudaErrorMemoryAllocation;
-        cudaError_t e = rt_account(p->device, acc);
+        cudaError_t e = pool_is_host(p) ? cudaSuccess : rt_account(p->device, acc);
         if (e != cudaSuccess) {
             /* Out of device memory: what the device's pools keep unused is given back first. */
             for (rt_pool *q = pools; q; q = q->next)
@@ -187,11 +208,14 @@ static cudaError_t pool_alloc(rt_pool *p, void **out, size_t size, const char *f
             e = rt_account(p->device, acc);
             if (e != cudaSuccess) return e;
         }
-        best = rt_block_map(acc, size, CUEMU_MEM_DEVICE, file, line);
-        if (!best) { rt_unaccount(p->device, acc); return cudaErrorMemoryAllocation; }
+        best = rt_block_map(acc, size, p->kind ? p->kind : CUEMU_MEM_DEVICE, file, line);
+        if (!best) {
+            if (!pool_is_host(p)) rt_unaccount(p->device, acc);
+            return cudaErrorMemoryAllocation;
+        }
         best->accounted = acc;
         best->pool = p;
-        best->device = p->device;
+        best->device = pool_is_host(p) ? rt_cur_dev() : p->device;   /* pinned: as cudaMallocHost */
         p->reserved += acc;
         if (p->reserved > p->reserved_high) p->reserved_high = p->reserved;
     }
@@ -251,7 +275,8 @@ cudaError_t (cudaFreeAsync)(void *devPtr, cudaStream_t hStream)
     rt_lock();
     rt_block *b = rt_registry_find(devPtr);
     int ok = b && b->base == (char *)devPtr &&
-             (b->kind == CUEMU_MEM_DEVICE || b->kind == CUEMU_MEM_MANAGED);
+             (b->kind == CUEMU_MEM_DEVICE || b->kind == CUEMU_MEM_MANAGED ||
+              (b->kind == CUEMU_MEM_HOST_PINNED && b->pool));
     rt_unlock();
     if (!ok) return rt_free_device_now(devPtr, "cudaFreeAsync");   /* reports what it is */
     rt_op *op = rt_op_new(RT_OP_FREE, "cudaFreeAsync");
@@ -296,6 +321,55 @@ cudaError_t (cudaDeviceGetDefaultMemPool)(cudaMemPool_t *memPool, int device)
     return cudaSuccess;
 }
 
+/* CUDA 13.0: the default pool of a location and allocation type. Pinned: a device's own
+   (cudaDeviceGetDefaultMemPool's) or the host's; managed: one pool, whatever location is
+   named (none, a device, the host), as the emulator keeps no per-location managed pools. */
+cudaError_t (cudaMemGetDefaultMemPool)(cudaMemPool_t *memPool, struct cudaMemLocation *location,
+                                       enum cudaMemAllocationType type)
+{
+    RT_ENTER();
+    if (!memPool || !location) return rt_err(cudaErrorInvalidValue);
+    enum cudaMemLocationType t = location->type;
+    rt_pool *p = NULL;
+    if (type == cudaMemAllocationTypePinned && t == cudaMemLocationTypeDevice) {
+        if (!rt_dev_valid(location->id)) return rt_err(cudaErrorInvalidValue);
+        p = &default_pools[location->id];
+    } else if (type == cudaMemAllocationTypePinned && t == cudaMemLocationTypeHost) {
+        p = &host_pool;
+    } else if (type == cudaMemAllocationTypeManaged &&
+               (t == cudaMemLocationTypeNone || t == cudaMemLocationTypeHost ||
+                (t == cudaMemLocationTypeDevice && rt_dev_valid(location->id)))) {
+        p = &managed_pool;
+    } else {
+        return rt_err(cudaErrorInvalidValue);
+    }
+    rt_lock();
+    pools_init();
+    rt_unlock();
+    *memPool = (cudaMemPool_t)p;
+    return cudaSuccess;
+}
+
+/* A kernel argument in a pinned host pool's memory that the launching device was not given
+   access to (cudaMemPoolSetAccess): a GPU faults; reported here at the launch. */
+int cuemu_pool_denies(const void *ptr, const char *kernel, const char *file, int line)
+{
+    int denied = 0, dev = rt_cur_dev();
+    rt_lock();
+    rt_block *b = rt_registry_find(ptr);
+    if (b && b->pool && pool_is_host(b->pool) && !rt_pool_accessible(b->pool, dev)) {
+        denied = 1;
+        cuemu_diag("kernel %s launched at %s:%d on device %d is given %p, memory of a pinned "
+                   "host memory pool (the %zu-byte cudaMallocFromPoolAsync at %s:%d) that "
+                   "device %d has no access to: a host pool's memory is the host's alone until "
+                   "cudaMemPoolSetAccess gives a device read-write access (on a GPU: an illegal "
+                   "address)", kernel, file ? file : "(unknown file)", line, dev, ptr, b->size,
+                   b->file ? b->file : "(unknown file)", b->line, dev);
+    }
+    rt_unlock();
+    return denied;
+}
+
 cudaError_t (cudaDeviceGetMemPool)(cudaMemPool_t *memPool, int device)
 {
     RT_ENTER();
@@ -326,15 +400,24 @@ cudaError_t (cudaMemPoolCreate)(cudaMemPool_t *memPool, const struct cudaMemPool
     RT_ENTER();
     if (!memPool || !poolProps) return rt_err(cudaErrorInvalidValue);
     if (poolProps->allocType != cudaMemAllocationTypePinned) return rt_err(cudaErrorInvalidValue);
-    if (poolProps->location.type != cudaMemLocationTypeDevice) return rt_err(cudaErrorInvalidValue);
+    /* CUDA 13.0: a host location makes a pool of pinned host memory (id ignored, no IPC) */
+    int host = poolProps->location.type == cudaMemLocationTypeHost;
+    if (host && poolProps->handleTypes != cudaMemHandleTypeNone) return rt_err(cudaErrorInvalidValue);
+    if (!host && poolProps->location.type != cudaMemLocationTypeDevice)
+        return rt_err(cudaErrorInvalidValue);
     /* a device that does not exist: cudaErrorInvalidValue on an H200 (measured 2026-11-30) */
-    if (!rt_dev_valid(poolProps->location.id)) return rt_err(cudaErrorInvalidValue);
+    if (!host && !rt_dev_valid(poolProps->location.id)) return rt_err(cudaErrorInvalidValue);
     if ((unsigned)poolProps->handleTypes & ~(unsigned)cudaMemHandleTypePosixFileDescriptor)
         return rt_err(cudaErrorNotSupported);
     rt_pool *p = (rt_pool *)calloc(1, sizeof *p);
     if (!p) return rt_err(cudaErrorMemoryAllocation);
     pool_defaults(p);
-    pool_owned_by(p, poolProps->location.id);
+    pool_owned_by(p, host ? 0 : poolProps->location.id);
+    if (host) {   /* the host's own: no device may use it before cudaMemPoolSetAccess */
+        p->kind = CUEMU_MEM_HOST_PINNED;
+        p->device = -1;   /* no device owns it (not even device 0 for cudaMemPoolSetAccess) */
+        p->access = 0;
+    }
     p->max_size = poolProps->maxSize;
     rt_lock();
     pools_init();
@@ -351,7 +434,8 @@ cudaError_t (cudaMemPoolDestroy)(cudaMemPool_t memPool)
     rt_lock();
     rt_pool *p = pool_get(memPool);
     if (!p || p->is_default) { rt_unlock(); return rt_err(cudaErrorInvalidValue); }
-    if (current_pools[p->device] == p) current_pools[p->device] = &default_pools[p->device];
+    if (p->device >= 0 && current_pools[p->device] == p)
+        current_pools[p->device] = &default_pools[p->device];
     /* Allocations still out are released when they are freed, as CUDA defers it too. */
     p->destroyed = 1;
     pool_trim(p, 0);
@@ -483,6 +567,8 @@ void rt_pools_reset(void)
         p = next;
     }
     pools = NULL;
+    host_pool.free_list = managed_pool.free_list = NULL;
+    host_pool.magic = managed_pool.magic = 0;
     for (int d = 0; d < RT_MAX_DEVICES; d++) {
         default_pools[d].free_list = NULL;
         default_pools[d].next = NULL;

@@ -122,6 +122,8 @@ rt_block *rt_registry_find(const void *p);          /* p in [ext, ext+ext_len) *
 void      rt_freed_push(rt_block *b, int give_mapping);
 /* Make a block's data inaccessible (pool blocks kept in reserve). */
 void      rt_block_protect(rt_block *b, int accessible);
+/* Drop a managed block's advice and prefetch records (lock held). */
+void      rt_managed_forget(rt_block *b);
 /* Check the poisoned bytes between the end of b and its guard page (lock held);
    reports and sets the sticky error once. Returns 1 if damaged. */
 int       rt_block_check_slack(rt_block *b, const char *when);
@@ -193,7 +195,9 @@ enum rt_op_kind { RT_OP_KERNEL = 1, RT_OP_COPY, RT_OP_SET, RT_OP_EVENT, RT_OP_HO
                   RT_OP_ALLOC, RT_OP_FREE, RT_OP_WAIT,
                   RT_LOG_PREFETCH = 9 /* logged only: a prefetch runs at the call (a hint) */,
                   RT_LOG_ADVICE = 10, RT_LOG_SYNC = 11,
-                  RT_OP_DEVFN = 12 /* runtime code run as device work (NCCL collectives) */ };
+                  RT_OP_DEVFN = 12 /* runtime code run as device work (NCCL collectives) */,
+                  RT_LOG_DISCARD = 13, RT_LOG_BATCH = 14 /* logged only (batch.c) */,
+                  RT_LOG_L2_RESET = 15 /* cudaCtxResetPersistingL2Cache (extras.c) */ };
 enum { RT_SYNC_STREAM = 1, RT_SYNC_EVENT = 2, RT_SYNC_DEVICE = 3 };
 /* Note in the stream log (cuemuStreamLog) a call that is not queued, with its stream and
    detail (cuemuStreamLogDetail). */

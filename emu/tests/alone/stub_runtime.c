@@ -105,6 +105,13 @@ int cuemu_alloc_nearest(const void *p, cuemu_alloc_info *out, long long *offset)
     return 1;
 }
 
+/* The stub has no memory pools: nothing is denied. */
+int cuemu_pool_denies(const void *p, const char *kernel, const char *file, int line)
+{
+    (void)p; (void)kernel; (void)file; (void)line;
+    return 0;
+}
+
 int cuemu_alloc_was_freed(const void *p, cuemu_alloc_info *out)
 {
     stub_block *b = find(p, 0);
