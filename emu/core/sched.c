@@ -287,12 +287,7 @@ static void switch_to(cthread *from, cthread *to)
 static void fiber_reset(cthread *t)
 {
 #ifdef CUEMU_ASM_SWITCH
-    /* Each stack's top is moved down by its own multiple of 64 bytes below 4 KiB: the stacks
-       are mapped at a stride that is a multiple of the page, so their tops, where a waiting
-       thread's frames lie, would otherwise fall in the same few cache sets, and a barrier that
-       resumes hundreds of threads would miss in the caches at every switch. */
-    uintptr_t color = (((uintptr_t)t->stack_lo >> 12) * 0x9E3779B1u >> 7) & 0xFC0;
-    uintptr_t top = ((uintptr_t)(t->stack_lo + g_stack_size) - color) & ~(uintptr_t)15;
+    uintptr_t top = ((uintptr_t)(t->stack_lo + g_stack_size)) & ~(uintptr_t)15;
     void **sp;
 #if defined(__x86_64__)
     sp = (void **)(top - 56);
