@@ -31,4 +31,20 @@ __attribute__((noinline)) void reduce_native(const float *in, float *out, int n,
         out[b] = s;
     }
 }
+
+// A 1D stencil of radius R: the sum of the 2R+1 neighbours (0 outside), in the kernel's order.
+__attribute__((noinline)) void stencil_native(const float *in, float *out, int n, int r)
+{
+    for (int i = 0; i < n; i++) {
+        float acc = 0.0f;
+        for (int k = -r; k <= r; k++) acc += (i + k >= 0 && i + k < n) ? in[i + k] : 0.0f;
+        out[i] = acc;
+    }
+}
+
+__attribute__((noinline)) void histogram_native(const unsigned char *in, unsigned *bins, int n)
+{
+    for (int b = 0; b < 256; b++) bins[b] = 0;
+    for (int i = 0; i < n; i++) bins[in[i]]++;
+}
 }  // namespace NATIVE_NS

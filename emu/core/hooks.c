@@ -36,6 +36,9 @@ static inline __attribute__((always_inline)) int fast_done(uintptr_t a, unsigned
 {
     const struct cuemu_access_fast *f = &cuemu_fast;
     if (a - f->lo >= f->span) return a + size <= f->zlo || a >= f->zhi;
+    /* an atomic's own load and store: the race check leaves them out (cuemu_access_slow), so
+       only the guard zones remain (the regions' bounding box may span global memory too) */
+    if (cuemu_atomic_depth) return a + size <= f->zlo || a >= f->zhi;
     if (write || size != 4) return 0;
     for (int i = 0; i < 2; i++) {
         const region *r = f->hit[i];

@@ -86,21 +86,24 @@ void cuemu_ctx_start(void) CUEMU_HIDDEN;
 /* ---- state ------------------------------------------------------------------------------ */
 enum { T_RUN = 0, T_BAR, T_WARP, T_DONE };
 
+/* What a barrier reads of a thread it hands over to (pub, sp, state, pos, gen, bphase) comes
+   first, in one cache line: a block's waiting threads outgrow the first-level cache. */
 typedef struct cthread {
     cuemu_thread_pub pub;            /* first: cuemu_cur points here */
     void       *sp;
+    int         state, pos;
+    unsigned    gen;                 /* == g_gen once started in the current block */
+    unsigned    bphase;              /* T_BAR: the g_bar_phase it waits in */
+    const char *file;                /* where it waits */
+    int         line;
 #ifndef CUEMU_ASM_SWITCH
     ucontext_t  uc;
 #endif
-    int         state, pos;
-    const char *file;                /* where it waits */
-    int         line;
     int         wkind, warg, wwidth;
     unsigned    wmask;
     uint64_t    wval, wres;
     char       *own_stack;           /* this slot's stack, allocated once                  */
     char       *stack_lo;            /* the stack in use: [stack_lo, stack_lo + stack_size) */
-    unsigned    gen;                 /* == g_gen once started in the current block */
 #ifdef CUEMU_TSAN
     void       *tsan_fiber;
 #endif
@@ -134,7 +137,11 @@ static int      g_lazy;
 CUEMU_HIDDEN int cuemu_seq;          /* the order position running (see core_internal.h) */
 CUEMU_HIDDEN int cuemu_seq_last = -1; /* g_n - 1 while g_lazy, else -1 */
 #define STARTED(t) ((t)->gen == g_gen)
-#define ST(t) (STARTED(t) ? (t)->state : T_RUN)
+/* A barrier releases its threads by starting a new phase, not by visiting each of them: a
+   thread still marked T_BAR from an earlier phase can run (it marks itself T_RUN when it does). */
+static unsigned g_bar_phase;
+#define RUNNABLE(t) ((t)->state == T_RUN || ((t)->state == T_BAR && (t)->bphase != g_bar_phase))
+#define ST(t) (!STARTED(t) ? T_RUN : RUNNABLE(t) ? T_RUN : (t)->state)
 static size_t   g_stack_size, g_page;
 static int     *g_order;             /* g_order[pos] = thread index */
 /* cuemu_order_pub[pos] = &g_th[g_order[pos]].pub (hooks.c's cuemu_thread_next reads it) */
@@ -476,15 +483,57 @@ static void lazy_settle(void)
 
 /* cuemu_thread_next, which runs between the threads of the lazy phase, is in hooks.c. */
 
+/* The step from one thread to the next in the common case: u started, is runnable, and no
+   sanitizer needs to hear of the switch. Only what a resumed thread reads changes hands. */
+static inline __attribute__((always_inline)) void switch_quick(cthread *from, cthread *to)
+{
+#ifdef CUEMU_ASM_SWITCH
+    cuemu_cur = &to->pub;
+    cuemu_tidx = to->pub.idx;
+    cuemu_ctx_switch(&from->sp, to->sp);
+#else
+    switch_to(from, to);
+#endif
+}
+
+#if defined(CUEMU_ASM_SWITCH) && !defined(CUEMU_ASAN) && !defined(CUEMU_TSAN)
+#define QUICK_SWITCH 1
+#else
+#define QUICK_SWITCH 0
+#endif
+
+/* The next thread a waiting thread t hands over to: the one after it in order when that one
+   has started and can run (a barrier's every thread but the last, in the usual case), else the
+   search (pick) and the general switch. */
+static inline __attribute__((always_inline)) void yield_quick(cthread *t)
+{
+    if (QUICK_SWITCH && t->pos + 1 < g_n) {
+        cthread *u = ORDER_TH(t->pos + 1);
+        if (u->gen == g_gen && RUNNABLE(u)) {
+            /* a block's waiting threads do not fit in the first-level cache: the ones that
+               follow are fetched while this one runs (their record, then their stack's top) */
+            if (t->pos + 3 < g_n) __builtin_prefetch(ORDER_TH(t->pos + 3));
+            if (t->pos + 2 < g_n) {
+                const char *sp = (const char *)ORDER_TH(t->pos + 2)->sp;
+                for (int k = 0; k < 320; k += 64) __builtin_prefetch(sp + k);
+            }
+            switch_quick(t, u);
+            return;
+        }
+    }
+    yield_from(t);
+}
+
 static void barrier_arrive(const char *file, int line, int pred)
 {
     cthread *t = (cthread *)cuemu_cur;
     if (!t) return;                   /* called from host code: nothing to wait for */
-    lazy_settle();
+    if (g_lazy) lazy_settle();
 #ifdef CUEMU_TSAN
     __tsan_release(&g_tsan_barrier);
 #endif
     t->state = T_BAR;
+    t->bphase = g_bar_phase;
     g_any_blocked = 1;
     t->file = file;
     t->line = line;
@@ -496,8 +545,7 @@ static void barrier_arrive(const char *file, int line, int pred)
     }
     g_bar_count += pred != 0;
     if (g_at_bar == g_live && !g_bar_mismatch && g_live == g_n) {
-        for (int i = 0; i < g_n; i++)
-            if (STARTED(&g_th[i]) && g_th[i].state == T_BAR) g_th[i].state = T_RUN;
+        g_bar_phase++;
         cuemu_access_barrier();
         g_bar_last_count = g_bar_count;
         g_bar_last_n = g_at_bar;
@@ -508,8 +556,9 @@ static void barrier_arrive(const char *file, int line, int pred)
         cthread *u = pick(0);
         if (u != t) switch_to(t, u);
     } else {
-        yield_from(t);
+        yield_quick(t);
     }
+    t->state = T_RUN;                 /* released (see g_bar_phase) */
 #ifdef CUEMU_TSAN
     __tsan_acquire(&g_tsan_barrier);
 #endif
