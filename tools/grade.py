@@ -488,7 +488,11 @@ class Grader:
         self.backend, self.timeout, self.max_output = backend, timeout, max_output
         self.hidden = str(Path(hidden).resolve()) if hidden else ""
         self.seed, self.out, self.keep = seed, Path(out), keep
-        self.memory, self.deadline = memory or sandbox.DEFAULTS["mem"], deadline
+        # On a GPU the limit is RLIMIT_DATA (CUDA reserves address space far beyond it) and the
+        # tests use their large sizes (ctx.large: arrays of 2^24 elements and more, checked in
+        # float64 on the host): 1 GiB made NumPy's reference arrays fail (H200, 2026-12-04).
+        gpu_mem = 8 << 30 if backend == "gpu" else sandbox.DEFAULTS["mem"]
+        self.memory, self.deadline = memory or gpu_mem, deadline
         self.vars = make_vars(backend)
         self.python = python_with_numpy()
         self.mode = self._choose_mode(sandbox_mode, isolate)
