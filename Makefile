@@ -214,9 +214,11 @@ PY_ABS     = $(if $(findstring /,$(PY)),$(abspath $(PY)),$(shell command -v $(PY
 # `make check CH=01` checks one chapter (each chapter's tests carry its name as a CTest label).
 CH_LABEL   = $(if $(filter command line,$(origin CH)),-L '^$(notdir $(CH_DIR))$$$$')
 # make test: CTest runs everything (tests/CMakeLists.txt), the summary's table is the result.
+# Under tools/reaper.py: what a test leaves running (its attackers, a test killed at its timeout)
+# is reaped and killed when CTest ends, never left to the machine's init.
 ctest_run = export $(TEST_ENV) && cmake -S tests -B $(BUILD)/tests/$(1) -DMODE=$(1) -DBACKEND=$(B) -DPYTHON=$(PY_ABS) -DBUILD_DIR=$(abspath $(BUILD)) -DONLY_CHAPTER=$(if $(CH_LABEL),$(notdir $(CH_DIR))) >/dev/null && \
 	rm -rf $(RESULTS)/$(1) && \
-	{ ctest --test-dir $(BUILD)/tests/$(1) --no-tests=error --parallel $(NPROC) --output-junit junit.xml $(CH_LABEL) $(CTEST_ARGS); rc=$$?; \
+	{ $(PY) tools/reaper.py ctest --test-dir $(BUILD)/tests/$(1) --no-tests=error --parallel $(NPROC) --output-junit junit.xml $(CH_LABEL) $(CTEST_ARGS); rc=$$?; \
 	  $(PY) tools/summary.py --mode $(1) $(RESULTS)/$(1) $(BUILD)/tests/$(1)/junit.xml || rc=1; exit $$rc; }
 
 # make check and check-solutions: one Python process for the whole check (tools/check.py), a

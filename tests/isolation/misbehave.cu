@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 extern "C" int misbehave_crash(void) { raise(SIGSEGV); return 0; }
@@ -19,11 +20,23 @@ extern "C" int misbehave_flood(void)
 
 static volatile unsigned char *target;
 static size_t target_n;
+static time_t born;   // when the first writer started
+
+// The writers below are the test's own attackers, so they end by themselves: after 60 s, or
+// once orphaned to init (the checker that should have stopped them is gone). Without this, a
+// test killed at its timeout left a chain forking forever, and a CI machine slowed to a crawl.
+static int should_end(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if (!born) born = t.tv_sec;
+    return t.tv_sec - born > 60 || getppid() == 1;
+}
 
 static void *scribble(void *arg)
 {
     (void)arg;
-    for (unsigned char v = 1;; v++) {
+    for (unsigned char v = 1; !should_end(); v++) {
         for (size_t i = 0; i < target_n; i++) target[i] = v;
         usleep(1000);
     }
@@ -57,6 +70,7 @@ extern "C" int misbehave_scribble_elsewhere(void *buf, size_t n)
     if (pid == 0) {
         setsid();
         scribble(NULL);
+        _exit(0);
     }
     return started();
 }
@@ -73,13 +87,14 @@ extern "C" int misbehave_scribble_escaping(void *buf, size_t n)
     target_n = n;
     if (pid == 0) {
         setsid();
-        for (unsigned char v = 1;; v++) {
+        for (unsigned char v = 1; !should_end(); v++) {
             for (size_t i = 0; i < target_n; i++) target[i] = v;
             usleep(20000);
             pid_t next = fork();
             if (next > 0) _exit(0);     // the successor goes on; this one is gone
             if (next < 0) usleep(1000);
         }
+        _exit(0);
     }
     return started();
 }
