@@ -476,7 +476,7 @@ class _Worker:
         """The submission as one: the CPU time of all its processes (a neighbour's load does
         not count) and their memory (each one's private memory, and the shared
         region's pages), against TUT_WORKER_CPU seconds and TUT_WORKER_MEMORY bytes."""
-        ticks, private = 0, 0
+        ticks, private, shared = 0, 0, 0
         for p in self._processes():
             try:
                 with open(f"/proc/{p}/stat") as f:
@@ -486,7 +486,8 @@ class _Worker:
                     for line in f:
                         if line.startswith("RssAnon:"):
                             private += int(line.split()[1]) * 1024
-                            break
+                        elif line.startswith("RssShmem:"):   # memfd, MAP_SHARED anonymous
+                            shared += int(line.split()[1]) * 1024
             except (OSError, ValueError, IndexError):
                 pass
         cpu = ticks / os.sysconf("SC_CLK_TCK")
@@ -495,7 +496,9 @@ class _Worker:
             self._fail(what, f"its processes used more than {self.cpu_limit:g} s of CPU time "
                              f"(TUT_WORKER_CPU)")
         if self.mem_limit:
-            used = private + os.fstat(_region.fd).st_blocks * 512
+            # the region's pages show in the RssShmem of each process that touched them:
+            # counted once, as the larger of the two
+            used = private + max(shared, os.fstat(_region.fd).st_blocks * 512)
             if used > self.mem_limit:
                 self._kill()
                 self._fail(what, f"its processes used {used >> 20} MiB of memory, more than "

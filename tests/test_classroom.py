@@ -537,6 +537,12 @@ class Grading(unittest.TestCase):
             t.add(d / "chapters" / CH / CU, arcname=CU)   # a bare file is found too
         shutil.rmtree(d)
         folder("flood", replace_region(sol, "01.3", '    for (;;) puts("spam spam spam");\n'))
+        # the classic overflow: an int index, right for every n below 2^31 (the INT_MAX test,
+        # a 24 GiB sparse reservation on the emulator, must run inside the sandbox too)
+        long_index = "(long long)blockIdx.x * blockDim.x + threadIdx.x"
+        assert long_index in sol
+        folder("int32", sol.replace("long long i = " + long_index,
+                                    "int i = blockIdx.x * blockDim.x + threadIdx.x"))
         folder("broken", replace_region(sol, "01.1", "    this is not C++;\n    return 0;\n"))
         # the instructor's answer, reached through the preprocessor (the text filter stops it)
         folder("peek", f'#include "{REPO}/solutions/{CH}/{CU}"\n')
@@ -546,13 +552,13 @@ class Grading(unittest.TestCase):
         folder("escape", sol + fill(ESCAPE))
         # 3 GiB in 01.3, once: bounded by the memory limit, the test crashes instead
         # (kept in a volatile global: the compiler may not drop an allocation that escapes)
-        bomb = ("    static int tried;\n    if (!tried) {\n        tried = 1;\n"
+        hoard = ("    static int tried;\n    if (!tried) {\n        tried = 1;\n"
                 "        size_t big = (size_t)3 << 30;\n        tut_hoard = (char *)malloc(big);\n"
                 "        if (!tut_hoard) abort();\n        memset(tut_hoard, 1, big);\n"
                 "        free(tut_hoard);\n    }\n")
         folder("greedy", "#include <stdlib.h>\n#include <string.h>\n"
                "char *volatile tut_hoard;\n" + replace_region(
-                   sol, "01.3", bomb + region_body(sol, "01.3")))
+                   sol, "01.3", hoard + region_body(sol, "01.3")))
         # the hidden tests: read them, or ask the interpreter for them, and print them
         folder("spy", sol + fill(SPY))
         # ... or embed them at compile time, spelt to pass the text filter
@@ -683,6 +689,12 @@ class Grading(unittest.TestCase):
         self.assertEqual(self.book["good.results"]["total"], "10", self.feedback("good.results"))
         self.assertEqual(self.book["good"]["total"], "10", self.feedback("good"))
 
+    def test_an_int_index_fails_01_2_in_the_sandbox(self):
+        fb = self.feedback("int32")
+        self.assertRegex(fb, r"\n01\.2 +0/2 +FAIL", fb)
+        self.assertIn("overflowed to a negative number", fb)
+        self.assertEqual(int(self.book["int32"]["total"]), int(self.book["good"]["total"]) - 2)
+
     def test_late_policy_never_from_file_times(self):
         # envspy's files say 2026-12-20, weeks late; the roster gives no time: no penalty, and
         # the feedback says why
@@ -724,10 +736,14 @@ class Grading(unittest.TestCase):
                 self.assertEqual(row[ex], want, f"{name} {ex}: {self.feedback(name)}")
         # a crash in the test's process, or in the worker that runs the library
         self.assertRegex(self.feedback("crash"), r"crashed \(SIGABRT\)|killed by SIGABRT")
-        self.assertIn("did not finish within 10 s", self.feedback("hang"))
+        # stopped by its time limit: the test's (wall clock) or the submission's CPU time,
+        # whichever comes first on this machine; either way the row says the 10 s
+        self.assertRegex(self.feedback("hang"),
+                         r"did not finish within 10 s|more than 10 s of CPU time")
         # the test's own output is capped; a worker's is held back until its call returns,
         # within its file size limit, and so this endless call runs out of time instead
-        self.assertRegex(self.feedback("flood"), r"printed more than|did not finish within 10 s")
+        self.assertRegex(self.feedback("flood"), r"printed more than|did not finish within 10 s"
+                                                 r"|more than 10 s of CPU time")
         # malloc(3 GiB) failed: the memory limit
         self.assertRegex(self.feedback("greedy"), r"crashed \(SIGABRT\)|killed by SIGABRT")
 

@@ -1085,7 +1085,7 @@ def main(argv=None):
                    help="auto: sandbox where possible (--all: required unless none)")
     p.add_argument("--isolate", default="auto", choices=("auto", "on", "off"),
                    help="the student's library in a worker apart from the checker")
-    p.add_argument("--memory", type=int, help="bytes of address space per sandboxed process")
+    p.add_argument("--memory", type=int, help="bytes of private memory per sandboxed process (RLIMIT_DATA)")
     p.add_argument("--only", default="", help="--all: regrade only these students (a,b)")
     p.add_argument("--roster", type=Path, help="CSV: submission,student_id[,submitted]")
     p.add_argument("--deadline", help="ISO 8601 time; later submissions lose --penalty")

@@ -16,7 +16,7 @@ What the command gets (tools/grade.py runs every compile and every student libra
 - its own network namespace (only a loopback interface, down: no network), IPC and UTS ones
   (the host's name kept: nothing says "graded");
 - a user id of its own (not root, none of root's capabilities, no_new_privs), and limits on
-  address space, CPU time, file size, processes and open files.
+  private memory (RLIMIT_DATA), CPU time, file size, processes and open files.
 
 Where no namespace can be made (a container without CAP_SYS_ADMIN, as Gradescope and
 PrairieLearn run graders), root still has CAP_SETUID: the command then runs as the user id of
@@ -303,11 +303,13 @@ def _landlock(read, write):
 
 
 def _limits(args):
-    # With a GPU bound, CUDA reserves address space far past any RLIMIT_AS a sandbox would
-    # give (cuInit fails with out of memory even at 8 GiB): the limit is then on data
-    # (RLIMIT_DATA: private writable memory, what malloc and NumPy use), which CUDA's
-    # reservations and its mappings of the device do not count against.
-    mem = resource.RLIMIT_DATA if any("nvidia" in d for d in args.dev) else resource.RLIMIT_AS
+    # The limit is on data (RLIMIT_DATA: private writable memory, what malloc, NumPy and the
+    # emulator's fiber stacks use), not on address space. With a GPU bound, CUDA reserves
+    # address space far past any RLIMIT_AS a sandbox would give (cuInit fails with out of
+    # memory even at 8 GiB); on the emulator, chapter 01's INT_MAX test reserves 24 GiB of
+    # which it writes a few pages. Shared memory, which RLIMIT_DATA leaves out, is what the
+    # checker watches (tut_remote: the tree's RssAnon and RssShmem, TUT_WORKER_MEMORY).
+    mem = resource.RLIMIT_DATA
     for which, value in ((mem, args.mem), (resource.RLIMIT_CPU, args.cpu),
                          (resource.RLIMIT_FSIZE, args.fsize), (resource.RLIMIT_NPROC, args.nproc),
                          (resource.RLIMIT_NOFILE, args.nofile), (resource.RLIMIT_CORE, 0)):

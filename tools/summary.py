@@ -74,8 +74,9 @@ def unreported(cases, names):
         lines = (case.findtext("system-out") or "").rstrip().splitlines()
         cut = len(lines) > 40
         text = "\n".join((["..."] if cut else []) + lines[-40:])
-        out.append((name, {"status": "ERROR", "title": f"{why} (no result written; the end "
-                                                        f"of its output:)", "message": text}))
+        out.append((name, {"id": name, "status": "ERROR",
+                           "title": f"{why} (no result written; the end of its output:)",
+                           "message": text}))
     return out
 
 
@@ -264,7 +265,7 @@ def main(argv=None):
         return 1
     brief = args.mode == "maintainer"
     shown = [(name, r) for name, r in rows if not brief or not as_it_should_be(r)]
-    chapters = sorted({r["id"][:2] for _, r in rows})
+    chapters = sorted({r["id"][:2] for _, r in rows if r.get("id", "")[:2].isdigit()})
     if not brief and len(chapters) > 1 and not args.all:
         # several chapters: a line each, then the rows of the chapter in progress only
         ex = [r for _, r in rows if r.get("exercise") and not r.get("hidden")]

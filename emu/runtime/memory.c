@@ -216,9 +216,16 @@ rt_block *rt_block_map(size_t bytes, size_t size, cuemu_mem_kind kind, const cha
     if (bytes > SIZE_MAX - 3 * pg) return NULL;
     size_t data_len = (bytes + pg - 1) / pg * pg;
     size_t ext_len = data_len + 2 * pg;
-    void *m = rt_shared_map(ext_len);   /* issue 26: memory shared with a checker, if any */
+    /* issue 26: memory shared with a checker, if any. Not a sparse allocation: the region
+       is too small for it, and the checker reaches it only through calls (copies) anyway. */
+    void *m = sparse_next ? NULL : rt_shared_map(ext_len);
     size_t align = 0;
-    if (!m) {
+    if (sparse_next) {
+        /* Shared, not private: made readable and writable as a whole, a private mapping of
+           24 GiB would count in full against a grader's RLIMIT_DATA; a shared one commits
+           (and counts in a process's RssShmem) only the pages written. */
+        m = mmap(NULL, ext_len, PROT_NONE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    } else if (!m) {
         /* Device memory is closed and opened again at every synchronisation (rt_dev_enter), and
            mprotect's cost is per page table entry: a large allocation starts on a 2 MiB
            boundary, in huge pages where the host has them, which makes that cost (and the
@@ -706,7 +713,9 @@ cudaError_t cuemuMallocSparse(void **devPtr, size_t size)
         *devPtr = b->base;
     }
     rt_unlock();
-    return rt_err(b ? cudaSuccess : cudaErrorMemoryAllocation);
+    /* not recorded as the last error: a test that finds no room for it says so and goes on,
+       and the student's next cudaGetLastError must not see it */
+    return b ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 
 /* Rows padded to a multiple of 512 bytes, what an H200 hands out for cudaMallocPitch. */
