@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """make check / make check-solutions: run the chapters' tests, write JUnit, print the table.
 
-    python3 tools/check.py --mode student|solutions [--chapters 01_x,...] [--jobs N] [--full]
+    python3 tools/check.py --mode student|solutions [--chapters 01_x,...] [--jobs N]
 
 One Python process for the whole check: NumPy is imported once here, each chapter's process is a
 fork of this one (common/tut/warm.py), each test a fork of its chapter's. CTest is not the runner
@@ -53,11 +53,8 @@ def main(argv=None):
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     p.add_argument("--only", default="", help="comma-separated test ids (default: all)")
     p.add_argument("--all", action="store_true", help="every row of every chapter")
-    p.add_argument("--full", action="store_true", help="also the checks too slow for the loop")
     args = p.parse_args(argv)
     os.environ["TUT_TREE"] = "chapters" if args.mode == "student" else "solutions"
-    if args.full:
-        os.environ["TUT_FULL"] = "1"
     import tut
     from tut import warm
     import summary
@@ -72,7 +69,7 @@ def main(argv=None):
         names = [c for c in names if any(i[:2] == c[:2] for i in only)]
     dirs = [REPO / "chapters" / c for c in names]
     shutil.rmtree(results, ignore_errors=True)
-    warm.run_chapters(dirs, results, args.jobs, args.full, only)
+    warm.run_chapters(dirs, results, args.jobs, only)
     rows = summary.load(results)
     junit(rows, build / "tests" / args.mode / "junit.xml", f"make check ({args.mode})")
     return summary.main(["--mode", args.mode, str(results)] + (["--all"] if args.all else []))

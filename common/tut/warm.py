@@ -71,8 +71,8 @@ def import_driver(chapter_dir):
 class ChapterRun:
     """One chapter's tests, in this (forked) process and its children."""
 
-    def __init__(self, chapter_dir, results, tokens=None, full=False, only=None):
-        self.dir, self.results, self.tokens, self.full = Path(chapter_dir), Path(results), tokens, full
+    def __init__(self, chapter_dir, results, tokens=None, only=None):
+        self.dir, self.results, self.tokens = Path(chapter_dir), Path(results), tokens
         self.only = only
         self.backend = paths.backend()
         self.seed = int.from_bytes(os.urandom(4), "little")
@@ -352,7 +352,7 @@ def _watchdog_is_timeout(r):
                         + (r.get("message") or ""))
 
 
-def run_chapters(chapter_dirs, results, jobs, full=False, only=None):
+def run_chapters(chapter_dirs, results, jobs, only=None):
     """Run the chapters' tests; each chapter in a forked process of its own, its rows written
     under results/. cpu: the chapters at once, sharing `jobs` cores; gpu: one after another."""
     results = Path(results)
@@ -369,7 +369,7 @@ def run_chapters(chapter_dirs, results, jobs, full=False, only=None):
         if pid == 0:
             code = 0
             try:
-                ChapterRun(d, results, tokens, full, only).run()
+                ChapterRun(d, results, tokens, only).run()
             except BaseException:
                 traceback.print_exc()
                 code = 1
