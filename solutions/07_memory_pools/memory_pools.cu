@@ -247,7 +247,10 @@ cleanup:
 
 // ---- tpool: the exercises ----------------------------------------------------------------------
 
-/* 07.2, part 1, below tpool_alloc (the exercises read in their order, 07.1 first). */
+/* Called by tpool_alloc and defined below it, with the exercises they belong to: the file
+   reads in the exercises' order, 07.1 first. */
+static int tpool_pop_free(struct tpool *p, int k);
+static int tpool_wait_for_free(struct tpool *p, tpool_block *b, cudaStream_t stream);
 static void tpool_push_free(struct tpool *p, int i);
 
 /* A block of at least `bytes`, 256-byte aligned, for work queued on `stream` (0: the legacy
@@ -268,11 +271,7 @@ extern "C" int tpool_alloc(struct tpool *p, size_t bytes, cudaStream_t stream, v
     // @end
     k = tpool_class_of(bytes);
     size = tpool_class_bytes(k);
-    // @solution 07.2: take the head of class k's free list, if there is one, into i (it stays -1 otherwise) (~3 lines)
-    i = p->free_head[k];
-    if (i >= 0)
-        p->free_head[k] = p->blocks[i].next_free;
-    // @end
+    i = tpool_pop_free(p, k);   /* 07.2: a freed block of class k, if there is one */
     popped = i >= 0;
     if (i < 0) {
         // @solution 07.1: carve a new block of `size` bytes at the arena's top: TPOOL_ERR_FULL if it does not fit, else tpool_add_block(p, p->top, k, &i), move the top, count p->stats.carved (~6 lines)
@@ -289,18 +288,9 @@ extern "C" int tpool_alloc(struct tpool *p, size_t bytes, cudaStream_t stream, v
         // @end
     }
     b = &p->blocks[i];
-    if (b->pending) {
-        /* Freed by tpool_free_async: work queued on b->freed_on before that free may still be
-           using the block. On the same stream it is ordered before anything queued now. */
-        // @solution 07.4: if the block was freed on another stream, make `stream` wait for the event recorded at the free (cudaStreamWaitEvent), and count it in p->stats.stream_waits (~4 lines)
-        if (b->freed_on != stream) {
-            /* The wait is queued, not done on the host: the CPU carries on at once. */
-            CUDA_CHECK(cudaStreamWaitEvent(stream, b->freed, 0));
-            p->stats.stream_waits++;
-        }
-        // @end
-        b->pending = 0;
-    }
+    status = tpool_wait_for_free(p, b, stream);   /* 07.4: after its stream-ordered free */
+    if (status != 0)
+        goto cleanup;
     if (popped) {   /* counted once the block is surely handed out */
         p->stats.reused++;
         p->stats.cached_bytes -= size;
@@ -331,6 +321,19 @@ static void tpool_push_free(struct tpool *p, int i)
     p->blocks[i].next_free = p->free_head[p->blocks[i].klass];
     p->free_head[p->blocks[i].klass] = i;
     // @end
+}
+
+/* 07.2, part 2: the head of class k's free list, taken off the list; -1 if the list is empty.
+   tpool_alloc hands it out again before it carves anything new. */
+static int tpool_pop_free(struct tpool *p, int k)
+{
+    int i = -1;
+    // @solution 07.2: take the head of class k's free list, if there is one, into i (it stays -1 otherwise) (~3 lines)
+    i = p->free_head[k];
+    if (i >= 0)
+        p->free_head[k] = p->blocks[i].next_free;
+    // @end
+    return i;
 }
 
 /* The block a free may release: the one that starts at ptr, live. */
@@ -403,6 +406,27 @@ extern "C" int tpool_free_async(struct tpool *p, void *ptr, cudaStream_t stream)
     // @stub TUT_TODO();
     // @end
     tpool_release(p, b);
+cleanup:
+    return status;
+}
+
+/* 07.4, part 2 (part 1 is the event tpool_free_async records, above): before tpool_alloc
+   hands out block b for work on `stream`. A block freed by tpool_free_async (b->pending)
+   may still be in use by work queued on b->freed_on before that free; on the same stream,
+   that work is ordered before anything queued now. */
+static int tpool_wait_for_free(struct tpool *p, tpool_block *b, cudaStream_t stream)
+{
+    int status = 0;
+    if (!b->pending)   /* freed by tpool_free, or never freed: nothing to wait for */
+        goto cleanup;
+    // @solution 07.4: if the block was freed on another stream, make `stream` wait for the event recorded at the free (cudaStreamWaitEvent), and count it in p->stats.stream_waits (~4 lines)
+    if (b->freed_on != stream) {
+        /* The wait is queued, not done on the host: the CPU carries on at once. */
+        CUDA_CHECK(cudaStreamWaitEvent(stream, b->freed, 0));
+        p->stats.stream_waits++;
+    }
+    // @end
+    b->pending = 0;
 cleanup:
     return status;
 }
