@@ -268,21 +268,40 @@ class Check(unittest.TestCase):
 
 
 class ReadingOrder(unittest.TestCase):
-    """Exercise ids follow the order a student reads the file in (issue 30: 01.3's TODO stood
-    above 01.2's, 07.2's above 07.1's; ids are never renumbered, the code was moved)."""
+    """Exercise ids follow the order a student reads each exercise file in (issue 30: 01.3's
+    TODO stood above 01.2's, 06.5's opened chapter 06, 07.4's came before 07.3's; ids are never
+    renumbered once published, so the code was moved). A pure text check of chapters/*/*.cu."""
 
-    def first_todos(self, ch, cu):
-        ids = []
-        for line in (REPO / "chapters" / ch / cu).read_text().splitlines():
-            m = re.search(r"TODO\(student\) (\d\d\.\d+)", line)
-            if m and m.group(1) not in ids:
-                ids.append(m.group(1))
-        return ids
+    def todos(self):
+        """{exercise file: [(chapter, exercise) of each TODO(student) line, top to bottom]}, every
+        chapter checked to have some (a check of nothing would pass)."""
+        out, chapters = {}, set()
+        for cu in sorted((REPO / "chapters").glob("[0-9][0-9]_*/*.cu")):
+            ids = [(int(m[1]), int(m[2])) for m in
+                   re.finditer(r"TODO\(student\) (\d\d)\.(\d+):", cu.read_text())]
+            if ids:
+                out[cu.relative_to(REPO)] = ids
+                chapters.add(cu.parent.name)
+        self.assertEqual(chapters, {d.name for d in (REPO / "chapters").glob("[0-9][0-9]_*")})
+        return out
 
-    def test_chapter_01_and_07(self):
-        self.assertEqual(self.first_todos(CH01, CU01), ["01.1", "01.2", "01.3", "01.4", "01.5"])
-        ids = self.first_todos("07_memory_pools", "memory_pools.cu")
-        self.assertLess(ids.index("07.1"), ids.index("07.2"), ids)
+    def test_each_exercise_begins_after_the_one_before(self):
+        for cu, ids in self.todos().items():
+            first = list(dict.fromkeys(ids))
+            with self.subTest(file=str(cu)):
+                self.assertTrue(first == sorted(first), f"{cu}: the first TODO(student) of each "
+                                f"exercise, top to bottom: {self.names(first)}")
+
+    def test_no_later_exercise_between_two_parts_of_one(self):
+        # a student working on NN.1 never has to read past NN.2's TODO to find the rest of NN.1
+        for cu, ids in self.todos().items():
+            with self.subTest(file=str(cu)):
+                self.assertTrue(ids == sorted(ids), f"{cu}: every TODO(student), top to bottom: "
+                                f"{self.names(ids)}")
+
+    @staticmethod
+    def names(ids):
+        return ", ".join(f"{c:02d}.{e}" for c, e in ids)
 
 
 class Summary(unittest.TestCase):
