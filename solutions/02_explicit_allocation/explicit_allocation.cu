@@ -17,15 +17,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-/* The habit this chapter breaks: return as soon as a call fails. Whatever was allocated before
-   that call is never freed (exercise 02.2 starts from code written this way). */
-#define RETURN_ON_ERROR(expr)                                                    \
-    do {                                                                         \
-        cudaError_t e_ = (expr);                                                 \
-        if (e_ != cudaSuccess)                                                   \
-            return tut_record((int)e_, #expr, __FILE__, __LINE__);               \
-    } while (0)
-
 // ---- kernels ------------------------------------------------------------------------------
 
 /* y[i] = a * x[i] + b. Grid-stride, so one launch of a bounded grid covers any n (a chunk, or an
@@ -215,6 +206,15 @@ cleanup:
     cudaFree(d_y);
     return status;
 }
+
+/* The habit this chapter breaks: return as soon as a call fails. Whatever was allocated before
+   that call is never freed (exercise 02.2 starts from code written this way). */
+#define RETURN_ON_ERROR(expr)                                                    \
+    do {                                                                         \
+        cudaError_t e_ = (expr);                                                 \
+        if (e_ != cudaSuccess)                                                   \
+            return tut_record((int)e_, #expr, __FILE__, __LINE__);               \
+    } while (0)
 
 /* 02.2 h_y = a * (a * h_x + b) + b through an intermediate device buffer: three allocations. */
 extern "C" int apply_twice(const float *h_x, float *h_y, size_t n, float a, float b)
