@@ -52,6 +52,7 @@ int main()
     std::printf("float4 part skipped on 64-bit Arm with clang: a float4 struct copy is one "
                 "16-byte memcpy that clang's alignment check does not cover, and Arm's 16-byte "
                 "load does not fault on a misaligned address\n");
+    std::fflush(stdout);   /* before the next report, which goes to stderr */
 #else
     shifted_float4_kernel<<<1, 64>>>(in, out);
     EXPECT_EQ_INT(cudaDeviceSynchronize(), cudaErrorMisalignedAddress);
