@@ -118,4 +118,4 @@ set_tests_properties("emu/alone/layering" PROPERTIES TIMEOUT ${EMU_T60} LABELS "
 add_test(NAME "emu/compiler-check"
          COMMAND "${PYTHON}" "${REPO_ROOT}/emu/tests/compiler_check.py" "${BUILD_DIR}/tests/compiler-check"
          WORKING_DIRECTORY "${REPO_ROOT}")
-set_tests_properties("emu/compiler-check" PROPERTIES TIMEOUT 120 LABELS "emu")
+set_tests_properties("emu/compiler-check" PROPERTIES TIMEOUT ${EMU_T120} LABELS "emu")
