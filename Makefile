@@ -330,7 +330,7 @@ mutants: python emu-lib $(BUILD)/cpu/common/tut_check.o ## plant classic bugs in
 
 # Every compiler, distribution, architecture and toolkit this machine reaches, one row each
 # (tools/platforms.sh; slow: an emulator build per compiler; chroots need root). ONLY=regex.
-platforms: ## maintainers: build and test on every platform this machine reaches (compilers, Debian 13, nvcc archs, CUDA 12), print a table
+platforms: ## maintainers: build and test on every platform this machine reaches (compilers, Debian 13, nvcc archs, CUDA 12, 64-bit Arm under qemu), print a table
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) NVCC="$(NVCC)" bash tools/platforms.sh
 
 clean: ## remove build/

@@ -26,12 +26,26 @@ namespace cg = cooperative_groups;
 
 // ---- kernels -----------------------------------------------------------------------------------
 
+/* Clusters exist from sm_90 (Hopper) on: compiled for an older GPU (make ARCH=sm_80, say),
+   __cluster_dims__ and this_cluster() do not compile, so there the kernel below is empty. It is
+   never launched there: cluster_supported() answers 0 and the tests skip, saying why. */
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#define HAS_CLUSTERS 1
+#else
+#define HAS_CLUSTERS 0
+#endif
+
 /* hist[v] += 1 for each data[i] = v < nbins (values at or above nbins are not counted). The
    cluster's blocks share one table: block rank r holds bins [r * per_block, (r + 1) * per_block)
    in its dynamic shared memory (nbins is a multiple of CLUSTER). */
+#if HAS_CLUSTERS
 __global__ void __cluster_dims__(CLUSTER, 1, 1)
+#else
+__global__ void
+#endif
 cluster_hist_kernel(const unsigned *data, size_t n, unsigned nbins, unsigned *hist)
 {
+#if HAS_CLUSTERS
     extern __shared__ unsigned part[];
     cg::cluster_group cluster = cg::this_cluster();
     const unsigned per_block = nbins / CLUSTER;
@@ -56,6 +70,7 @@ cluster_hist_kernel(const unsigned *data, size_t n, unsigned nbins, unsigned *hi
     for (unsigned b = threadIdx.x; b < per_block; b += blockDim.x)
         if (part[b] != 0)
             atomicAdd(&hist[first + b], part[b]);
+#endif
 }
 
 /* The same histogram with the whole table in each block's shared memory (nbins * 4 bytes). */

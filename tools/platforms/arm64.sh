@@ -48,12 +48,23 @@ if [ "$(uname -m)" != aarch64 ]; then
 fi
 
 # ---- the chroot ---------------------------------------------------------------------------
-pkgs=build-essential,clang,cmake,python3,python3-numpy
+# python3-venv: Debian 12's NumPy (1.24) is older than the course's, so make puts NumPy in a
+# venv there (pip fetches the aarch64 wheel once)
+pkgs=build-essential,clang,cmake,python3,python3-numpy,python3-venv
 if [ ! -x "$root/usr/bin/cmake" ] || [ ! -x "$root/usr/bin/clang++" ]; then
     log "making the Debian 12 arm64 chroot in $root (debootstrap, several minutes)"
     mkdir -p "$root"
     nice -n 10 debootstrap --arch=arm64 --include="$pkgs" bookworm "$root" "$mirror" \
         >"$root.debootstrap.log" 2>&1 || { tail -20 "$root.debootstrap.log"; die "debootstrap failed"; }
+fi
+# a chroot made before python3-venv was in the list
+if ! chroot "$root" dpkg -s python3-venv >/dev/null 2>&1; then
+    log "installing python3-venv in the chroot"
+    cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null
+    nice -n 10 chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
+        DEBIAN_FRONTEND=noninteractive bash -c 'apt-get update -qq &&
+        apt-get install -y -qq --no-install-recommends python3-venv' >"$root.apt.log" 2>&1 \
+        || { tail -20 "$root.apt.log"; die "could not install python3-venv in the chroot"; }
 fi
 
 # /proc (the emulator reads /proc/self/maps; addr2line, popen) and /dev (null, shm)
@@ -132,26 +143,53 @@ fi
 # ---- the tests, under qemu --------------------------------------------------------------
 # EMU_TIMEOUT_SCALE: the time limits of the emulator tests (tests.cmake), made for a native
 # run, times 5 under qemu
+# Python with NumPy as new as the course needs (make's venv, made once inside: its NumPy is
+# aarch64's); the test list and the drivers run with it
+# (where the chroot's pip cannot reach the package index, an aarch64 NumPy wheel for Python 3.11
+# put in $build/wheels, e.g. by pip download on the host, is installed from there)
+pipenv=""
+[ -d "$here/$build/wheels" ] && pipenv="PIP_NO_INDEX=1 PIP_FIND_LINKS='$here/$build/wheels'"
+in_root "$pipenv make BUILD=$build PYTHON=/usr/bin/python3 python" >"$logs/python.log" 2>&1 \
+    || { tail -20 "$logs/python.log" >&2; die "no Python with NumPy in the chroot (see $logs/python.log)"; }
+py=/usr/bin/python3
+[ -x "$here/$build/venv/bin/python" ] && py="$here/$build/venv/bin/python"
 if [ "${EMU_TESTS:-1}" != 0 ]; then
     log "the emulator's tests"
     in_root "cmake -S tests -B $build/tests/arm64 -DMODE=maintainer -DBACKEND=cpu \
-               -DPYTHON=/usr/bin/python3 -DBUILD_DIR='$here/$build' -DEMU_TIMEOUT_SCALE=5 >/dev/null &&
+               -DPYTHON=$py -DBUILD_DIR='$here/$build' -DEMU_TIMEOUT_SCALE=5 >/dev/null &&
              ctest --test-dir $build/tests/arm64 -L '^emu\$' -E '^emu/nvcc/' --parallel 2 \
-               --output-on-failure" >"$logs/emu-tests.log" 2>&1 || ok=0
+               --output-on-failure" >"$logs/emu-tests.log" 2>&1
+    emu_rc=$?
     summary="$(grep -E '^[0-9]+% tests passed' "$logs/emu-tests.log" | tail -1)"
+    failed_log="$logs/emu-tests.log"
+    again=""
+    if [ $emu_rc != 0 ] && [ -n "$summary" ]; then
+        # A busy machine (qemu on shared cores) makes timing-sensitive tests fail beside
+        # others: what failed runs again alone, once, and the row says how many needed it.
+        in_root "ctest --test-dir $build/tests/arm64 --rerun-failed --output-on-failure" \
+            >"$logs/emu-tests-again.log" 2>&1
+        emu_rc=$?
+        failed_log="$logs/emu-tests-again.log"
+        n_again=$(grep -cE '^\s*[0-9]+ - ' "$logs/emu-tests.log")
+        again=" ($n_again failed beside others and were run again alone: $(grep -E '^[0-9]+% tests passed' "$logs/emu-tests-again.log" | tail -1 | sed 's/^[0-9]*% tests passed, //'))"
+    fi
+    [ $emu_rc = 0 ] || ok=0
     if [[ $summary =~ ([0-9]+)\ tests\ failed\ out\ of\ ([0-9]+) ]]; then
-        row="$row | emu tests $((BASH_REMATCH[2] - BASH_REMATCH[1]))/${BASH_REMATCH[2]}"
+        total=${BASH_REMATCH[2]}
+        nfail=$(grep -cE '^\s*[0-9]+ - ' "$failed_log")
+        [ $emu_rc = 0 ] && nfail=0
+        row="$row | emu tests $((total - nfail))/$total$again"
     else
         row="$row | emu tests did not run"
         ok=0
         tail -30 "$logs/emu-tests.log" >&2
     fi
-    grep -E '^\s*[0-9]+ - ' "$logs/emu-tests.log" >&2 || true
+    [ $emu_rc = 0 ] || grep -E '^\s*[0-9]+ - ' "$failed_log" >&2 || true
 fi
 
 for ch in $chapters; do
     log "chapter $ch: make check-solutions CH=$ch"
-    if in_root "make check-solutions BUILD=$build BACKEND=cpu CH=$ch PYTHON=/usr/bin/python3" \
+    if in_root "make check-solutions BUILD=$build BACKEND=cpu CH=$ch PYTHON=$py" \
         >"$logs/check-solutions-$ch.log" 2>&1; then
         row="$row | $ch pass"
     else
