@@ -472,6 +472,18 @@ class WithoutNamespaces(unittest.TestCase):
         self.assertNotEqual(r.returncode, 0)
         self.assertEqual(statuses, {"01.1": "FAIL", "01.3": "FAIL"})
 
+    def test_user_ids_are_leased_apart(self):
+        """Two sandboxes (two graders of one node) asking with the same hint (crc32 of
+        their workspaces can collide) get two user ids; a released one is free again."""
+        import sandbox
+        hint = 777_000 + os.getpid() % 1000
+        with sandbox.UidLease(hint) as a, sandbox.UidLease(hint) as b:
+            self.assertNotEqual(a.uid, b.uid)
+            self.assertEqual(a.uid, sandbox.UID_BASE + hint)
+            taken = a.uid
+        with sandbox.UidLease(hint) as c:
+            self.assertEqual(c.uid, taken)
+
     def test_a_chain_forking_as_fast_as_it_can_is_frozen(self):
         """misbehave_scribble_racing: a process in a session of its own writes a ManagedArray,
         forks its successor at once and exits, over and over, faster than a walk of the process
