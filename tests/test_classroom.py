@@ -1030,6 +1030,60 @@ class Platforms(unittest.TestCase):
             self.assertTrue(0 <= t["score"] <= t["max-score"])
 
 
+CONTAINER = REPO / "tools" / "platforms" / "gradescope" / "container.py"
+
+
+class GradescopeContainer(unittest.TestCase):
+    """make gradescope's autograder run as Gradescope runs it, in a container: root with
+    Docker's default capabilities (no CAP_SYS_ADMIN: the grader's sandbox cannot make a
+    namespace and runs in its uid mode), the image's filesystem, /autograder/run_autograder
+    (tools/platforms/gradescope/container.py). The solution scores every point; a constructor
+    that writes a passing row into the results file and exits scores 0. Skipped, with the
+    reason, where no container can be made (no podman or no local image, not root): CI."""
+
+    @classmethod
+    def setUpClass(cls):
+        probe = run([sys.executable, str(CONTAINER), "--probe"])
+        if probe.returncode != 0:
+            raise unittest.SkipTest(probe.stdout.strip() or probe.stderr.strip())
+        cls.dir = scratch("gradescope-container")
+        cls.make = run(["make", "--no-print-directory", "-C", str(REPO), "gradescope", "CH=01",
+                        f"BUILD={cls.dir / 'build'}", f"PYTHON={sys.executable}"])
+        if cls.make.returncode:
+            return
+        subs = []
+        for name, text in (("honest", solution()), ("forger", touched_stub() + FORGE)):
+            (cls.dir / name).mkdir()
+            (cls.dir / name / CU).write_text(text)
+            subs.append(f"{name}={cls.dir / name}")
+        # setup.sh's layer (the emulator built in the image) is kept between runs, by content
+        cls.graded = run([sys.executable, str(CONTAINER), "--zip",
+                          str(cls.dir / "build" / "gradescope" / "autograder.zip"), "--work",
+                          str(SCRATCH / "gradescope-container-layers")] + subs, timeout=1800)
+        cls.rows = {}
+        for line in cls.graded.stdout.splitlines():
+            with contextlib.suppress(ValueError):
+                row = json.loads(line)
+                cls.rows[row["name"]] = row
+
+    def setUp(self):
+        self.assertEqual(self.make.returncode, 0, self.make.stdout + self.make.stderr)
+        self.assertEqual(self.graded.returncode, 0, self.graded.stdout + self.graded.stderr)
+
+    def test_no_cap_sys_admin_inside(self):
+        for name, row in self.rows.items():
+            self.assertEqual(row["cap_bnd"], 0xa80425fb, row)   # Docker's default set
+            self.assertIs(row["cap_sys_admin"], False, row)
+
+    def test_the_solution_scores_every_point_and_the_forger_0(self):
+        self.assertEqual(set(self.rows), {"honest", "forger"}, self.graded.stdout)
+        for name, want in (("honest", 9), ("forger", 0)):
+            row = self.rows[name]
+            log = Path(row["log"]).read_text(errors="replace")[-3000:]
+            self.assertEqual((row["status"], row["max"]), (0, 9), f"{row}\n{log}")   # 01: 9 points
+            self.assertEqual(row["score"], want, f"{name}: {row}\n{log}")
+
+
 class Unpack(unittest.TestCase):
     """tools/grade.py's reading of archives and tools/reports.py's cleaning, on their own (a
     second, no grading): what Grading checks through a class run, at the edges."""
