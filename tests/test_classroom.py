@@ -1034,7 +1034,8 @@ CONTAINER = REPO / "tools" / "platforms" / "gradescope" / "container.py"
 
 
 class GradescopeContainer(unittest.TestCase):
-    """make gradescope's autograder run as Gradescope runs it, in a container: root with
+    """make gradescope's autograder run as Gradescope runs it, and make prairielearn's run.sh
+    as PrairieLearn's external grader does, in a container: root with
     Docker's default capabilities (no CAP_SYS_ADMIN: the grader's sandbox cannot make a
     namespace and runs in its uid mode), the image's filesystem, /autograder/run_autograder
     (tools/platforms/gradescope/container.py). The solution scores every point; a constructor
@@ -1047,8 +1048,9 @@ class GradescopeContainer(unittest.TestCase):
         if probe.returncode != 0:
             raise unittest.SkipTest(probe.stdout.strip() or probe.stderr.strip())
         cls.dir = scratch("gradescope-container")
-        cls.make = run(["make", "--no-print-directory", "-C", str(REPO), "gradescope", "CH=01",
-                        f"BUILD={cls.dir / 'build'}", f"PYTHON={sys.executable}"])
+        cls.make = run(["make", "--no-print-directory", "-C", str(REPO), "gradescope",
+                        "prairielearn", "CH=01", f"BUILD={cls.dir / 'build'}",
+                        f"PYTHON={sys.executable}"])
         if cls.make.returncode:
             return
         subs = []
@@ -1057,31 +1059,40 @@ class GradescopeContainer(unittest.TestCase):
             (cls.dir / name / CU).write_text(text)
             subs.append(f"{name}={cls.dir / name}")
         # setup.sh's layer (the emulator built in the image) is kept between runs, by content
-        cls.graded = run([sys.executable, str(CONTAINER), "--zip",
-                          str(cls.dir / "build" / "gradescope" / "autograder.zip"), "--work",
-                          str(SCRATCH / "gradescope-container-layers")] + subs, timeout=1800)
-        cls.rows = {}
-        for line in cls.graded.stdout.splitlines():
-            with contextlib.suppress(ValueError):
-                row = json.loads(line)
-                cls.rows[row["name"]] = row
+        cls.graded, cls.rows = {}, {}
+        for platform, package in (("gradescope", ["--zip", "gradescope/autograder.zip"]),
+                                  ("prairielearn", ["--prairielearn", "prairielearn"])):
+            package[1] = str(cls.dir / "build" / package[1])
+            r = cls.graded[platform] = run(
+                [sys.executable, str(CONTAINER), *package, "--work",
+                 str(SCRATCH / "container-layers")] + subs, timeout=1800)
+            for line in r.stdout.splitlines():
+                with contextlib.suppress(ValueError):
+                    row = json.loads(line)
+                    cls.rows[platform, row["name"]] = row
 
     def setUp(self):
         self.assertEqual(self.make.returncode, 0, self.make.stdout + self.make.stderr)
-        self.assertEqual(self.graded.returncode, 0, self.graded.stdout + self.graded.stderr)
+        for r in self.graded.values():
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
     def test_no_cap_sys_admin_inside(self):
-        for name, row in self.rows.items():
+        self.assertEqual(len(self.rows), 4, self.rows)
+        for row in self.rows.values():
             self.assertEqual(row["cap_bnd"], 0xa80425fb, row)   # Docker's default set
             self.assertIs(row["cap_sys_admin"], False, row)
 
     def test_the_solution_scores_every_point_and_the_forger_0(self):
-        self.assertEqual(set(self.rows), {"honest", "forger"}, self.graded.stdout)
-        for name, want in (("honest", 9), ("forger", 0)):
-            row = self.rows[name]
+        # Gradescope: points (chapter 01 has 9); PrairieLearn: a fraction
+        for platform, name, want, top in (("gradescope", "honest", 9, 9),
+                                          ("gradescope", "forger", 0, 9),
+                                          ("prairielearn", "honest", 1.0, 1.0),
+                                          ("prairielearn", "forger", 0.0, 1.0)):
+            row = self.rows.get((platform, name))
+            self.assertIsNotNone(row, f"{platform} {name}: no row\n{self.graded[platform]}")
             log = Path(row["log"]).read_text(errors="replace")[-3000:]
-            self.assertEqual((row["status"], row["max"]), (0, 9), f"{row}\n{log}")   # 01: 9 points
-            self.assertEqual(row["score"], want, f"{name}: {row}\n{log}")
+            self.assertEqual((row["status"], row["max"]), (0, top), f"{row}\n{log}")
+            self.assertEqual(row["score"], want, f"{platform} {name}: {row}\n{log}")
 
 
 class Unpack(unittest.TestCase):

@@ -3,6 +3,9 @@
 
     python3 tools/platforms/gradescope/container.py --zip build/gradescope/autograder.zip \\
         --work DIR [--image localhost/cuda-course:13] NAME=SUBMISSION_DIR...
+    python3 tools/platforms/gradescope/container.py --prairielearn build/prairielearn ...
+                                      (the same for PrairieLearn's run.sh: /grade/student in,
+                                       /grade/results/results.json out, score 0..1)
     python3 tools/platforms/gradescope/container.py --probe     (exit 0 if it can run here)
 
 Gradescope builds an image from the autograder (setup.sh, as root, in /autograder/source) and
@@ -107,28 +110,58 @@ def in_container(lowers, upper, image_root, command, log):
     return r.returncode
 
 
-def image_layer(image, mounted, zip_path, work):
-    """setup.sh run once in the image with the autograder's files (as Gradescope builds its
-    image): an overlay layer kept in WORK, by the autograder's and the image's contents."""
+# Where each platform puts the grader's files, the student's, and the verdict
+LAYOUT = {
+    "gradescope": dict(home="/autograder/source", student="/autograder/submission",
+                       run="/autograder/run_autograder",
+                       results="/autograder/results/results.json"),
+    # PrairieLearn's external grader: the course's serverFilesCourse/ under /grade, the
+    # question's entry point (run.sh of make prairielearn's folder, copied there)
+    "prairielearn": dict(home="/grade/serverFilesCourse/cuda", student="/grade/student",
+                         run="/grade/serverFilesCourse/cuda/run.sh",
+                         results="/grade/results/results.json"),
+}
+
+
+def _digest(package):
+    """The package's contents (a zip's entries, a folder's files), not its files' times."""
+    h = hashlib.sha256()
+    if package.is_file():
+        with zipfile.ZipFile(package) as z:
+            for i in sorted(z.infolist(), key=lambda i: i.filename):
+                h.update(f"{i.filename} {i.CRC} {i.file_size}\n".encode())
+    else:
+        for f in sorted(p for p in package.rglob("*") if p.is_file()):
+            h.update(f"{f.relative_to(package)} {f.stat().st_mode & 0o111}\n".encode())
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def image_layer(image, mounted, package, work, platform="gradescope"):
+    """setup.sh run once in the image with the grader's files (as Gradescope builds its
+    image; a PrairieLearn course's image is built with it): an overlay layer kept in WORK, by
+    the package's and the image's contents."""
     image_id = run(["podman", "image", "inspect", "--format", "{{.Id}}", image]).stdout.strip()
-    with zipfile.ZipFile(zip_path) as z:   # by content: a fresh zip of the same files is
-        files = sorted((i.filename, i.CRC, i.file_size) for i in z.infolist())   # the same
-    key = hashlib.sha256((repr(files) + image_id).encode()).hexdigest()[:16]
+    key = hashlib.sha256((_digest(package) + platform + image_id).encode()).hexdigest()[:16]
     layer = work / f"setup-{key}"
     if (layer / ".done").exists():
         return layer / "upper"
     for old in work.glob("setup-*"):   # another autograder's or image's: not needed again
         shutil.rmtree(old, ignore_errors=True)
-    source = layer / "upper" / "autograder" / "source"
-    source.mkdir(parents=True)
-    with zipfile.ZipFile(zip_path) as z:
-        z.extractall(source)
-    for script in ("setup.sh", "run_autograder"):
-        (source / script).chmod(0o755)
-    # Gradescope puts a copy of run_autograder at /autograder/run_autograder
-    shutil.copy2(source / "run_autograder", source.parent / "run_autograder")
-    rc = in_container([], layer / "upper", mounted,
-                      "cd /autograder/source && ./setup.sh", layer / "setup.log")
+    home = LAYOUT[platform]["home"]
+    source = layer / "upper" / home.lstrip("/")
+    if platform == "gradescope":
+        source.mkdir(parents=True)
+        with zipfile.ZipFile(package) as z:
+            z.extractall(source)
+        for script in ("setup.sh", "run_autograder"):
+            (source / script).chmod(0o755)
+        # Gradescope puts a copy of run_autograder at /autograder/run_autograder
+        shutil.copy2(source / "run_autograder", source.parent / "run_autograder")
+    else:
+        shutil.copytree(package, source, symlinks=True)
+    rc = in_container([], layer / "upper", mounted, f"cd {home} && ./setup.sh",
+                      layer / "setup.log")
     if rc != 0:
         raise SystemExit(f"container: setup.sh failed in {image} (status {rc}); see "
                          f"{layer / 'setup.log'}")
@@ -143,39 +176,45 @@ def image_root(image):
     return Path(r.stdout.strip())
 
 
-def grade(mounted, setup, work, name, submission):
-    """run_autograder on one submission, in a fresh layer over the image and setup.sh's."""
+def grade(mounted, setup, work, name, submission, platform="gradescope"):
+    """The platform's entry point on one submission, in a fresh layer over the image and
+    setup.sh's."""
+    where = LAYOUT[platform]
     base = work / name
     shutil.rmtree(base, ignore_errors=True)
     upper = base / "upper"
-    (upper / "autograder" / "results").mkdir(parents=True)
-    shutil.copytree(submission, upper / "autograder" / "submission")
-    (upper / "autograder" / "submission_metadata.json").write_text(json.dumps(
-        {"created_at": "2026-12-01T10:00:00.000000-08:00", "assignment": {}}))
+    (upper / where["results"].lstrip("/")).parent.mkdir(parents=True)
+    shutil.copytree(submission, upper / where["student"].lstrip("/"))
+    if platform == "gradescope":
+        (upper / "autograder" / "submission_metadata.json").write_text(json.dumps(
+            {"created_at": "2026-12-01T10:00:00.000000-08:00", "assignment": {}}))
     # what the autograder sees of itself first: its capabilities (capsh's words, where the
     # image has capsh; the bounding set in hex always)
     command = ("grep -E '^Cap(Eff|Bnd)' /proc/self/status; "
                "command -v capsh >/dev/null && capsh --print | grep -i bounding; "
-               "/autograder/run_autograder")
+               + where["run"])
     rc = in_container([setup], upper, mounted, command, base / "log.txt")
     log = (base / "log.txt").read_text(errors="replace")
     bnd = next((int(line.split()[1], 16) for line in log.splitlines()
                 if line.startswith("CapBnd:")), None)
-    results = upper / "autograder" / "results" / "results.json"
+    results = upper / where["results"].lstrip("/")
     res = json.loads(results.read_text()) if results.exists() else None
     if res is not None:
         shutil.copy2(results, base / "results.json")
-    return {"name": name, "status": rc, "cap_bnd": bnd,
+    # Gradescope: points and their sum; PrairieLearn: a fraction, of 1
+    top = None if res is None else sum(t.get("max_score", 0) for t in res.get("tests", [])) \
+        if platform == "gradescope" else 1.0
+    return {"name": name, "platform": platform, "status": rc, "cap_bnd": bnd,
             "cap_sys_admin": None if bnd is None else bool(bnd >> CAP_SYS_ADMIN & 1),
-            "score": None if res is None else res.get("score"),
-            "max": None if res is None else sum(t.get("max_score", 0)
-                                                for t in res.get("tests", [])),
+            "score": None if res is None else res.get("score"), "max": top,
             "log": str(base / "log.txt")}
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--zip", type=Path)
+    p.add_argument("--zip", type=Path, help="make gradescope's autograder.zip")
+    p.add_argument("--prairielearn", type=Path, metavar="DIR",
+                   help="make prairielearn's folder (run.sh, course/, ...) instead")
     p.add_argument("--work", type=Path)
     p.add_argument("--image", default=os.environ.get("IMAGE", DEFAULT_IMAGE))
     p.add_argument("--probe", action="store_true")
@@ -188,15 +227,18 @@ def main(argv=None):
     if why:
         print(f"container: {why}", file=sys.stderr)
         return 2
-    if not args.zip or not args.work or not args.submissions:
-        p.error("--zip, --work and at least one NAME=DIR")
-    args.work.mkdir(parents=True, exist_ok=True)
+    if not (args.zip or args.prairielearn) or not args.work or not args.submissions:
+        p.error("--zip (or --prairielearn), --work and at least one NAME=DIR")
+    platform = "prairielearn" if args.prairielearn else "gradescope"
+    package = (args.prairielearn or args.zip).resolve()
+    work = args.work.resolve() / platform
+    work.mkdir(parents=True, exist_ok=True)
     mounted = image_root(args.image)
     try:
-        setup = image_layer(args.image, mounted, args.zip, args.work.resolve())
+        setup = image_layer(args.image, mounted, package, work, platform)
         for item in args.submissions:
             name, _, path = item.partition("=")
-            out = grade(mounted, setup, args.work.resolve(), name, Path(path))
+            out = grade(mounted, setup, work, name, Path(path), platform)
             print(json.dumps(out), flush=True)
     finally:
         run(["podman", "image", "unmount", args.image])
