@@ -16,7 +16,9 @@
   writes PASS rows;
 - without namespaces (root without CAP_SYS_ADMIN, as Gradescope and PrairieLearn run graders):
   the sandbox runs the worker as a user of its own with seccomp and Landlock, bounds its
-  processes, leaves none behind, and the PASS-writing constructor scores nothing.
+  processes, leaves none behind, and the PASS-writing constructor scores nothing; user ids are
+  leased apart; a chain forking its successor with no pause is frozen all at once by user id
+  (kill(-1) as that user) and leaves no process behind.
 The same attacks through the grader and its sandbox: tests/test_classroom.py.
 Run by CTest on the cpu backend, after `make`.
 """
