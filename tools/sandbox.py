@@ -375,32 +375,40 @@ class UidLease:
     processes (left by a run that was killed) is passed over. Starts looking at hint."""
 
     def __init__(self, hint):
-        d = _lease_dir()
+        # the folder by an fd: the sandbox's pivot_root changes this process's root too
+        self.dir = os.open(_lease_dir(), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         for k in range(UID_SPAN):
             uid = UID_BASE + (hint + k) % UID_SPAN
-            path = os.path.join(d, str(uid))
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+            fd = os.open(str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600,
+                         dir_fd=self.dir)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 # the file may have been removed by the lease it was before (release): a
                 # lock on a removed file is nobody's
-                same = os.path.exists(path) and os.stat(path).st_ino == os.fstat(fd).st_ino
+                try:
+                    same = os.stat(str(uid), dir_fd=self.dir).st_ino == os.fstat(fd).st_ino
+                except FileNotFoundError:
+                    same = False
             except BlockingIOError:
                 same = False
             if not same or uid_processes(uid):
                 os.close(fd)
                 continue
-            self.uid, self.fd, self.path = uid, fd, path
+            self.uid, self.fd = uid, fd
             return
+        os.close(self.dir)
         raise SandboxError(errno.EAGAIN, f"no free user id in {UID_BASE}..{UID_BASE + UID_SPAN}")
 
     def release(self):
+        """The file goes with the lock (one left by a sandbox that was killed holds no lock,
+        and is taken again like a new one)."""
         if self.fd >= 0:
-            try:
-                os.unlink(self.path)   # while still locked: whoever opened it sees it gone
+            try:   # while still locked: whoever opened it meanwhile sees it gone
+                os.unlink(str(self.uid), dir_fd=self.dir)
             except OSError:
                 pass
             os.close(self.fd)
+            os.close(self.dir)
             self.fd = -1
 
     def __enter__(self):
@@ -609,7 +617,8 @@ def _pass_on(status):
     """The command's wait status as this process's own end."""
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):   # those two cannot be caught
+            signal.signal(sig, signal.SIG_DFL)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         os.kill(os.getpid(), sig)
         return 128 + sig
