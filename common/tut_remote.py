@@ -31,7 +31,11 @@ the hidden tests or the results. The drivers run unchanged:
 - between calls every process of the worker (every descendant, one in a session of its own
   too: the sandbox or the worker is their child subreaper) is stopped (SIGSTOP), and a last
   look at the tree finds none running, so nothing of the student's runs while the checker
-  copies outputs, computes and compares (TUT_WORKER_FREEZE=0: not);
+  copies outputs, computes and compares (TUT_WORKER_FREEZE=0: not). Where the worker runs as
+  a user id of its own (TUT_WORKER_UID, the grader's sandbox) and this process is root, they
+  are stopped all at once: a helper of this process's (_Signaller) sends kill(-1, SIGSTOP) as
+  that user, one pass of the kernel's task list that no fork outruns; else by walking the
+  tree, which a chain forking its successor every ~2 ms or faster can stay ahead of;
 - TUT_WORKER_CPU (seconds) and TUT_WORKER_MEMORY (bytes): limits on the worker's processes
   as a whole (CPU time summed over them, private memory plus the shared region), checked
   every 0.1 s during a call;
@@ -368,6 +372,114 @@ def worker_environment(environ):
     return env
 
 
+class _Signaller:
+    """kill(-1, sig) as the worker's user id, from a process of this one's: every process of
+    that user, and no other, in one call. The kernel sends it under the task list's lock to
+    every process whose real or saved user id is the sender's (kill_something_info), and a
+    process in the middle of fork() passes a signal sent to many processes (kill(-1), a process
+    group) on to the child it is making (copy_process: the `multiprocess` list), or restarts
+    the fork when it came first: nothing of that user's can be made that the signal misses.
+
+    A process of its own (this script, --signal-as UID), started fresh (none of the checker's
+    memory in it) as root: it takes that user's id only for the kill() call and goes back to
+    root (setresuid(uid, uid, 0): the saved id lets it), so the student's processes cannot
+    signal it in between, and it leaves no process of theirs that the call could not reach.
+    Asked by one byte (the signal), it answers one byte (0, or the errno)."""
+
+    def __init__(self, uid):
+        self.uid = uid
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", str(Path(__file__).resolve()), "--signal-as", str(uid)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={}, close_fds=True, bufsize=0)
+        _Worker.started.add(self.proc.pid)   # not a process of the worker's: never frozen
+
+    def send(self, sig):
+        """0 (sent), an errno (ESRCH: no process of the user is left), or None: the helper is
+        gone."""
+        try:
+            self.proc.stdin.write(bytes([sig]))
+            answer = self.proc.stdout.read(1)
+        except (OSError, ValueError):
+            return None
+        return answer[0] if answer else None
+
+    def close(self):
+        for f in (self.proc.stdin, self.proc.stdout):
+            try:
+                f.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        _Worker.started.discard(self.proc.pid)
+
+
+def _signal_as(uid):
+    """The _Signaller's process: as root, one signal per byte read from stdin, sent with
+    kill(-1) as user `uid`; the answer on stdout. Ends at the end of stdin."""
+    if os.geteuid() != 0 or uid <= 0:
+        return 2
+    while True:
+        data = os.read(0, 1)
+        if not data:
+            return 0
+        os.setresuid(uid, uid, 0)   # the effective capabilities go: only that user's processes
+        try:
+            os.kill(-1, data[0])
+            err = 0
+        except OSError as e:
+            err = e.errno
+        finally:
+            os.setresuid(0, 0, 0)
+        os.write(1, bytes([err]))
+
+
+def _uid_of(pid):
+    """(real, effective, saved user id) and the state letters of each of pid's threads, from
+    /proc; None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            uids = next(tuple(int(v) for v in line.split()[1:4]) for line in f
+                        if line.startswith("Uid:"))
+        states = []
+        for t in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{t}/stat") as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except (OSError, IndexError):
+                pass
+        return uids, states
+    except (OSError, StopIteration, ValueError, IndexError):
+        return None
+
+
+def uid_processes(uid):
+    """Every process whose real, effective or saved user id is uid, and its threads' states
+    ({pid: [state, ...]}), by a look at the whole of /proc."""
+    out = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            found = _uid_of(int(name))
+            if found and uid in found[0]:
+                out[int(name)] = found[1]
+    return out
+
+
+def _worker_uid():
+    """The user id the worker runs as, when it is its own and this process may act as it
+    (root): then the freeze signals by user id (_Signaller). Else 0: the tree walk."""
+    try:
+        uid = int(os.environ.get("TUT_WORKER_UID") or 0)
+    except ValueError:
+        raise ValueError(f"TUT_WORKER_UID={os.environ['TUT_WORKER_UID']!r} is not a user id")
+    if uid <= 0 or os.geteuid() != 0 or uid == os.getuid():
+        return 0
+    return uid
+
+
 class _Worker:
     started = set()   # the pids of the workers this process started (its own children)
 
@@ -385,6 +497,8 @@ class _Worker:
         self.last, self.failing = b"", False
         # the worker needs the standard library alone: any Python 3 its user may run
         python = os.environ.get("TUT_WORKER_PYTHON") or sys.executable
+        uid = _worker_uid()
+        self.signaller = _Signaller(uid) if uid else None
         cmd = shlex.split(os.environ.get("TUT_WORKER_PREFIX", "")) + [
             python, "-I", "-S", str(HERE / "tut_worker.py"), str(req_r), str(rep_w),
             f"{region.fd}:{region.base:#x}:{region.size:#x}:{region.half:#x}", str(path)]
@@ -582,6 +696,8 @@ class _Worker:
             return
         self.frozen = True
         self.others = set()
+        if self.signaller:
+            return self._stop_by_uid()
         deadline = time.monotonic() + 20   # a loaded machine may take long to schedule them
         while True:
             running = [p for p in self._processes() if p not in self.others
@@ -604,6 +720,31 @@ class _Worker:
                                                         f"(pids {late[:5]})")
                 time.sleep(0.0002)
 
+    def _stop_by_uid(self):
+        """SIGSTOP to every process of the worker's user at once (_Signaller: no fork outruns
+        it), then wait until /proc shows each of them, every thread, stopped. Every one of
+        them is in the tree (a child subreaper above them all: the sandbox, else this
+        process), which the wait reads; the sandbox's own processes are root's, not the
+        student's, and not stopped. A user id with no process left is no error: the worker's
+        end is seen by the next call."""
+        err = self.signaller.send(signal.SIGSTOP)
+        if err is None:
+            self._fail("a pause between calls", "the process that stops it is gone")
+        deadline = time.monotonic() + 20
+        uid = self.signaller.uid
+        while True:
+            late = []
+            for p in self._processes():
+                found = _uid_of(p)
+                if found and uid in found[0] and any(s not in "TtZX" for s in found[1]):
+                    late.append(p)
+            if not late:
+                return
+            if time.monotonic() > deadline:
+                self._fail("a pause between calls", f"its processes would not stop "
+                                                    f"(pids {late[:5]})")
+            time.sleep(0.0002)
+
     def _thaw(self):
         """At exit (after the finalisers atexit runs, registered later): thawed, told to end
         by the end of its channel, then killed with its process group if it does not."""
@@ -620,10 +761,15 @@ class _Worker:
         except (OSError, subprocess.TimeoutExpired):
             pass
         self._kill(others)
+        if self.signaller:
+            self.signaller.close()
+            self.signaller = None
 
     def _cont(self):
         if self.frozen:
             self.frozen = False
+            if self.signaller and self.signaller.send(signal.SIGCONT) is None and self.freeze:
+                self._fail("a call", "the process that stops and thaws it is gone")
             for p in getattr(self, "others", ()):
                 try:
                     os.kill(p, signal.SIGCONT)
@@ -669,6 +815,8 @@ class _Worker:
         """Every process of the worker killed: stopped first, tree walk after tree walk until
         one finds nothing new (a process with a SIGSTOP pending cannot finish a fork), then
         killed, so a process forking its successor as fast as it can leaves none behind."""
+        if self.signaller:
+            self._kill_by_uid()
         stopped, deadline = set(), time.monotonic() + 10
         while time.monotonic() < deadline:
             new = [p for p in list(others) + self._processes() if p not in stopped]
@@ -692,6 +840,19 @@ class _Worker:
             pass
         _reap()
 
+    def _kill_by_uid(self):
+        """SIGKILL to every process of the worker's user, again until /proc shows none left
+        but the dead (zombies its subreaper reaps)."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.signaller.send(signal.SIGKILL) is None:
+                return   # the helper is gone: the tree walk below does what it can
+            left = [p for p, states in uid_processes(self.signaller.uid).items()
+                    if any(s not in "ZX" for s in states)]
+            if not left:
+                return
+            time.sleep(0.001)
+
     def close(self):
         if self.proc.poll() is None:
             self._kill()
@@ -703,6 +864,9 @@ class _Worker:
             except OSError:
                 pass
         self.req = self.rep = -1
+        if self.signaller:
+            self.signaller.close()
+            self.signaller = None
 
 
 # ---- what the driver sees: a ctypes.CDLL look-alike ---------------------------------------------
@@ -1011,3 +1175,9 @@ def _result(res, r, name):
             raise _worker_died_class()(f"{name}: the worker sent {r!r} for a char * result")
         return None if r is None else r.encode("latin-1")
     raise AssertionError(res)
+
+
+if __name__ == "__main__":   # the _Signaller's process: tut_remote.py --signal-as UID
+    if len(sys.argv) == 3 and sys.argv[1] == "--signal-as":
+        sys.exit(_signal_as(int(sys.argv[2])))
+    sys.exit("usage: tut_remote.py --signal-as UID (the checker starts it)")

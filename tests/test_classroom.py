@@ -1030,6 +1030,71 @@ class Platforms(unittest.TestCase):
             self.assertTrue(0 <= t["score"] <= t["max-score"])
 
 
+CONTAINER = REPO / "tools" / "platforms" / "gradescope" / "container.py"
+
+
+class GradescopeContainer(unittest.TestCase):
+    """make gradescope's autograder run as Gradescope runs it, and make prairielearn's run.sh
+    as PrairieLearn's external grader does, in a container: root with
+    Docker's default capabilities (no CAP_SYS_ADMIN: the grader's sandbox cannot make a
+    namespace and runs in its uid mode), the image's filesystem, /autograder/run_autograder
+    (tools/platforms/gradescope/container.py). The solution scores every point; a constructor
+    that writes a passing row into the results file and exits scores 0. Skipped, with the
+    reason, where no container can be made (no podman or no local image, not root): CI."""
+
+    @classmethod
+    def setUpClass(cls):
+        probe = run([sys.executable, str(CONTAINER), "--probe"])
+        if probe.returncode != 0:
+            raise unittest.SkipTest(probe.stdout.strip() or probe.stderr.strip())
+        cls.dir = scratch("gradescope-container")
+        cls.make = run(["make", "--no-print-directory", "-C", str(REPO), "gradescope",
+                        "prairielearn", "CH=01", f"BUILD={cls.dir / 'build'}",
+                        f"PYTHON={sys.executable}"])
+        if cls.make.returncode:
+            return
+        subs = []
+        for name, text in (("honest", solution()), ("forger", touched_stub() + FORGE)):
+            (cls.dir / name).mkdir()
+            (cls.dir / name / CU).write_text(text)
+            subs.append(f"{name}={cls.dir / name}")
+        # setup.sh's layer (the emulator built in the image) is kept between runs, by content
+        cls.graded, cls.rows = {}, {}
+        for platform, package in (("gradescope", ["--zip", "gradescope/autograder.zip"]),
+                                  ("prairielearn", ["--prairielearn", "prairielearn"])):
+            package[1] = str(cls.dir / "build" / package[1])
+            r = cls.graded[platform] = run(
+                [sys.executable, str(CONTAINER), *package, "--work",
+                 str(SCRATCH / "container-layers")] + subs, timeout=1800)
+            for line in r.stdout.splitlines():
+                with contextlib.suppress(ValueError):
+                    row = json.loads(line)
+                    cls.rows[platform, row["name"]] = row
+
+    def setUp(self):
+        self.assertEqual(self.make.returncode, 0, self.make.stdout + self.make.stderr)
+        for r in self.graded.values():
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_no_cap_sys_admin_inside(self):
+        self.assertEqual(len(self.rows), 4, self.rows)
+        for row in self.rows.values():
+            self.assertEqual(row["cap_bnd"], 0xa80425fb, row)   # Docker's default set
+            self.assertIs(row["cap_sys_admin"], False, row)
+
+    def test_the_solution_scores_every_point_and_the_forger_0(self):
+        # Gradescope: points (chapter 01 has 9); PrairieLearn: a fraction
+        for platform, name, want, top in (("gradescope", "honest", 9, 9),
+                                          ("gradescope", "forger", 0, 9),
+                                          ("prairielearn", "honest", 1.0, 1.0),
+                                          ("prairielearn", "forger", 0.0, 1.0)):
+            row = self.rows.get((platform, name))
+            self.assertIsNotNone(row, f"{platform} {name}: no row\n{self.graded[platform]}")
+            log = Path(row["log"]).read_text(errors="replace")[-3000:]
+            self.assertEqual((row["status"], row["max"]), (0, top), f"{row}\n{log}")
+            self.assertEqual(row["score"], want, f"{platform} {name}: {row}\n{log}")
+
+
 class Unpack(unittest.TestCase):
     """tools/grade.py's reading of archives and tools/reports.py's cleaning, on their own (a
     second, no grading): what Grading checks through a class run, at the edges."""

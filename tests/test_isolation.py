@@ -16,7 +16,9 @@
   writes PASS rows;
 - without namespaces (root without CAP_SYS_ADMIN, as Gradescope and PrairieLearn run graders):
   the sandbox runs the worker as a user of its own with seccomp and Landlock, bounds its
-  processes, leaves none behind, and the PASS-writing constructor scores nothing.
+  processes, leaves none behind, and the PASS-writing constructor scores nothing; user ids are
+  leased apart; a chain forking its successor with no pause is frozen all at once by user id
+  (kill(-1) as that user) and leaves no process behind.
 The same attacks through the grader and its sandbox: tests/test_classroom.py.
 Run by CTest on the cpu backend, after `make`.
 """
@@ -28,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import time
 import unittest
 from pathlib import Path
 
@@ -470,6 +473,80 @@ class WithoutNamespaces(unittest.TestCase):
         self.assertIn("attack: cannot write", r.stderr, r.stderr[-2000:])
         self.assertNotEqual(r.returncode, 0)
         self.assertEqual(statuses, {"01.1": "FAIL", "01.3": "FAIL"})
+
+    def test_user_ids_are_leased_apart(self):
+        """Two sandboxes (two graders of one node) asking with the same hint (crc32 of
+        their workspaces can collide) get two user ids; a released one is free again."""
+        import sandbox
+        hint = 777_000 + os.getpid() % 1000
+        with sandbox.UidLease(hint) as a, sandbox.UidLease(hint) as b:
+            self.assertNotEqual(a.uid, b.uid)
+            self.assertEqual(a.uid, sandbox.UID_BASE + hint)
+            taken = a.uid
+        with sandbox.UidLease(hint) as c:
+            self.assertEqual(c.uid, taken)
+
+    def test_a_chain_forking_as_fast_as_it_can_is_frozen(self):
+        """misbehave_scribble_racing: a process in a session of its own writes a ManagedArray,
+        forks its successor at once and exits, over and over, faster than a walk of the process
+        tree. With the worker as a user of its own (TUT_WORKER_UID) and the checker root, the
+        checker stops them all with one kill(-1, SIGSTOP) as that user: /proc then shows every
+        process of the user stopped, and the array stays as it is while frozen (not frozen, it
+        changes). No process of the user is left once the checker is done."""
+        import sandbox
+        build = build_chapter01(self.tmp / "racing", "misbehave")
+        worker = SANDBOX + ["--uid", str(self.UID), "--ro", str(REPO / "common"),
+                            "--ro", str(build), "--mem", str(3 << 30), "--"]
+        probe = textwrap.dedent(f"""
+            import ctypes, os, sys, time
+            sys.path.insert(0, {str(REPO / 'common')!r})
+            import tut, tut_remote
+            import numpy as np
+            lib = tut.load_chapter({CH01!r}, "solutions")
+            m = tut.ManagedArray(lib, 1 << 12, np.uint8)
+            lib.bind("misbehave_scribble_racing", [ctypes.c_void_p, ctypes.c_size_t])(
+                m.address, 1 << 12)
+            a = m.array
+            print("by uid" if lib.cdll._worker.signaller else "by tree walk")
+            for _ in range(3):   # a pause, a call, a pause...: the chain goes on in between
+                first, deadline = a.copy(), time.monotonic() + 20
+                time.sleep(0.3)
+                while os.environ.get("TUT_WORKER_FREEZE") == "0" and (a == first).all() \\
+                        and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                procs = tut_remote.uid_processes({self.UID})
+                running = sorted(p for p, states in procs.items()
+                                 if any(s not in "TtZX" for s in states))
+                print("changed" if (a != first).any() else "still", len(procs), running)
+                lib.device_count()
+            del a
+        """)
+        for freeze in ("0", "1"):
+            with self.subTest(freeze=freeze):
+                r = subprocess.run(NO_SYS_ADMIN + [PY, "-c", probe], cwd=REPO,
+                                   capture_output=True, text=True, timeout=300,
+                                   env=env(TUT_BUILD=build, TUT_ISOLATE=1, TUT_SHM_GIB=1,
+                                           TUT_WORKER_PYTHON=SYSTEM_PY,
+                                           TUT_WORKER_PREFIX=shlex.join(worker),
+                                           TUT_WORKER_UID=self.UID, TUT_WORKER_FREEZE=freeze))
+                self.assertEqual(r.returncode, 0, r.stdout[-3000:] + r.stderr[-3000:])
+                mode, *lines = r.stdout.splitlines()
+                self.assertEqual(mode, "by uid", r.stdout)
+                lines = [line.split(" ", 2) for line in lines]
+                self.assertEqual(len(lines), 3, r.stdout)
+                if freeze == "0":
+                    self.assertIn("changed", [w for w, _, _ in lines],
+                                  "not frozen the chain should write: the test has no teeth")
+                else:
+                    for what, count, running in lines:
+                        self.assertEqual(what, "still", r.stdout)
+                        self.assertGreaterEqual(int(count), 2, r.stdout)   # worker and chain
+                        self.assertEqual(running, "[]", r.stdout)
+                # none left (zombies reaped by the sandbox just after it ends)
+                deadline = time.monotonic() + 10
+                while sandbox.uid_processes(self.UID) and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                self.assertEqual(sandbox.uid_processes(self.UID), [])
 
 
 if __name__ == "__main__":

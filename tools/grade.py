@@ -811,9 +811,26 @@ class Grader:
                             " (SANDBOX=none)" if self.mode == "none" else
                             " (BACKEND=gpu: the split is the cpu backend's)"
                             if self.backend != "cpu" else ""))
+        lease = None
+        if self.mode == "isolated" and os.geteuid() == 0:
+            # a user id no other sandbox of this machine has while this submission is graded
+            # (a grader beside this one, a Slurm task on the same node): the worker runs as it
+            # in every test, and the checker (root) stops and kills "every process of that
+            # user" at once (tut_remote, TUT_WORKER_UID), which must then be this one's alone
+            lease = sandbox.UidLease(zlib.crc32(str(ws).encode()))
+        try:
+            return self._grade(name, ws, chapters, taken, notes, started, submitted, progress,
+                               lease)
+        finally:
+            if lease:
+                lease.release()
+
+    def _grade(self, name, ws, chapters, taken, notes, started, submitted, progress, lease):
         env = self.child_env()
         env.update(TUT_BACKEND=self.backend, TUT_TREE="chapters", TUT_BUILD=str(ws / "build"),
                    PYTHONDONTWRITEBYTECODE="1")
+        if lease:
+            env["TUT_WORKER_UID"] = str(lease.uid)
         if self.hidden:
             env["TUT_HIDDEN"] = self.hidden
         if self.timeout < 40:   # let the emulator's watchdog name the kernel before we kill it
@@ -894,9 +911,10 @@ class Grader:
             jpath = results / f"{test_id}.json"
             # the shared host memory is mapped whole in the worker: it counts in the worker's
             # address space, so it is sized from the memory limit and the limit grows by it
-            # one user id per submission (where the sandbox runs as one, no namespaces): the
-            # checker stops all its processes between calls; the seed stays off the command line
-            uid = sandbox.UID_BASE + zlib.crc32(str(ws).encode()) % sandbox.UID_SPAN
+            # one user id per submission, its own on this machine (grade() leases it): the
+            # checker stops and kills all its processes by that id; the seed stays off the
+            # command line
+            uid = int(env["TUT_WORKER_UID"]) if env.get("TUT_WORKER_UID") else None
             env.update(TUT_ISOLATE="1", TUT_SHM_GIB=f"{self.memory / (1 << 30):.3f}",
                        TUT_SEED=str(self.seed), TUT_WORKER_CPU=str(self.timeout),
                        TUT_WORKER_MEMORY=str(self.memory),

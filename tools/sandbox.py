@@ -44,11 +44,14 @@ Python standard library only (ctypes for unshare, mount, pivot_root, seccomp and
 """
 import argparse
 import ctypes
+import errno
+import fcntl
 import os
 import platform
 import resource
 import shutil
 import signal
+import stat
 import struct
 import sys
 import tempfile
@@ -67,7 +70,8 @@ SETUP_FAILED = 125
 SYSTEM = ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 DEVICES = ("null", "zero", "full", "random", "urandom")
 # a uid no account uses; each sandbox gets its own (RLIMIT_NPROC counts per uid, so one
-# submission's fork loop cannot starve another's), below the 32-bit overflow uid
+# submission's fork loop cannot starve another's; a checker stops and kills a submission's
+# processes by its uid), below the 32-bit overflow uid; UidLease keeps them apart
 UID_BASE, UID_SPAN = 1_000_000, 1_000_000
 
 # what of the caller's environment the command gets (and --env NAME)
@@ -345,6 +349,75 @@ def uid_processes(uid):
     return out
 
 
+def _lease_dir():
+    """Root's folder of user-id locks: /run's (one per machine, gone at boot), else the temp
+    folder's. Refused if anyone but this user could write it: a lock there must mean a lease."""
+    base = "/run" if os.path.isdir("/run") and os.access("/run", os.W_OK) \
+        else tempfile.gettempdir()
+    d = os.path.join(base, "tut-sandbox-uids")
+    try:
+        os.mkdir(d, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(d)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise SandboxError(errno.EPERM, f"{d} is not a folder of this user's alone: the user "
+                           f"ids sandboxes use cannot be kept apart there")
+    return d
+
+
+class UidLease:
+    """A user id that no other sandbox on this machine runs as while the lease is held: a
+    lock (flock) on a file named by the id, in root's folder (_lease_dir). Two graders of one
+    machine (make grade-all's JOBS, Slurm tasks of one node, a compile beside a test) never get
+    the same one, so what a checker does to "every process of the submission's user" (stop,
+    kill: tut_remote's freeze) reaches that submission alone. A user id that still has
+    processes (left by a run that was killed) is passed over. Starts looking at hint."""
+
+    def __init__(self, hint):
+        # the folder by an fd: the sandbox's pivot_root changes this process's root too
+        self.dir = os.open(_lease_dir(), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        for k in range(UID_SPAN):
+            uid = UID_BASE + (hint + k) % UID_SPAN
+            fd = os.open(str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600,
+                         dir_fd=self.dir)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                # the file may have been removed by the lease it was before (release): a
+                # lock on a removed file is nobody's
+                try:
+                    same = os.stat(str(uid), dir_fd=self.dir).st_ino == os.fstat(fd).st_ino
+                except FileNotFoundError:
+                    same = False
+            except BlockingIOError:
+                same = False
+            if not same or uid_processes(uid):
+                os.close(fd)
+                continue
+            self.uid, self.fd = uid, fd
+            return
+        os.close(self.dir)
+        raise SandboxError(errno.EAGAIN, f"no free user id in {UID_BASE}..{UID_BASE + UID_SPAN}")
+
+    def release(self):
+        """The file goes with the lock (one left by a sandbox that was killed holds no lock,
+        and is taken again like a new one)."""
+        if self.fd >= 0:
+            try:   # while still locked: whoever opened it meanwhile sees it gone
+                os.unlink(str(self.uid), dir_fd=self.dir)
+            except OSError:
+                pass
+            os.close(self.fd)
+            os.close(self.dir)
+            self.fd = -1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+
 def _descendants(pid):
     out, todo = [], [pid]
     while todo:
@@ -485,7 +558,14 @@ def run(args):
     if os.getppid() != parent:
         return SETUP_FAILED
     as_root = os.geteuid() == 0
-    uid = args.uid or UID_BASE + os.getpid() % UID_SPAN if as_root else os.geteuid()
+    lease = None
+    if as_root and not args.uid:   # one of its own, held till this process ends
+        try:
+            lease = UidLease(os.getpid())
+        except (OSError, SandboxError) as e:
+            print(f"sandbox: no user id to run as: {e}", file=sys.stderr)
+            return SETUP_FAILED
+    uid = (args.uid or lease.uid) if as_root else os.geteuid()
     gid = os.getegid()
     os.makedirs(args.root, exist_ok=True)
     status_r, status_w = os.pipe()
@@ -503,7 +583,10 @@ def run(args):
                 f.write(f"{gid} {gid} 1\n")
     except (OSError, SandboxError) as e:
         if as_root and not args.namespaces:   # a container without CAP_SYS_ADMIN
-            return _pass_on(run_as_uid(args, uid))
+            status = run_as_uid(args, uid)
+            if lease:
+                lease.release()
+            return _pass_on(status)
         print(f"sandbox: cannot make namespaces here: {e} (run as root, or enable "
               f"unprivileged user namespaces)", file=sys.stderr)
         return SETUP_FAILED
@@ -525,6 +608,8 @@ def run(args):
     if len(data) != 4:
         return SETUP_FAILED
     (status,) = struct.unpack("i", data)
+    if lease:
+        lease.release()
     return _pass_on(status)
 
 
@@ -532,7 +617,8 @@ def _pass_on(status):
     """The command's wait status as this process's own end."""
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):   # those two cannot be caught
+            signal.signal(sig, signal.SIG_DFL)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         os.kill(os.getpid(), sig)
         return 128 + sig

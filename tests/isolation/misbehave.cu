@@ -98,3 +98,26 @@ extern "C" int misbehave_scribble_escaping(void *buf, size_t n)
     }
     return started();
 }
+
+// The same as fast as it can go: each process writes buf and forks its successor at once, no
+// pause, so the chain moves on in far less time than a walk of the process tree takes. Only a
+// signal to every process of its user at once (kill(-1) as that user) stops it; it ends by
+// itself as the others do.
+extern "C" int misbehave_scribble_racing(void *buf, size_t n)
+{
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    target = (volatile unsigned char *)buf;
+    target_n = n;
+    if (pid == 0) {
+        setsid();
+        for (unsigned char v = 1; !should_end(); v++) {
+            for (size_t i = 0; i < target_n; i++) target[i] = v;
+            pid_t next = fork();
+            if (next > 0) _exit(0);
+            if (next < 0) usleep(1000);
+        }
+        _exit(0);
+    }
+    return started();
+}
