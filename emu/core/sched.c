@@ -268,7 +268,7 @@ typedef struct sched_w {
 /* The record of a host thread that runs no launch (host code, outside kernels): cur NULL,
    nothing for the hooks to check. */
 static sched_w g_idle;
-CUEMU_HIDDEN __thread struct cuemu_tls *cuemu_w __attribute__((tls_model("initial-exec")))
+CUEMU_HIDDEN __thread struct cuemu_tls *cuemu_w
     = &g_idle.w.pub;
 /* This host thread's own record, kept from one launch to the next (its __shared__ copies,
    registered once per host thread, are listed there). */

@@ -40,9 +40,11 @@ typedef struct cuemu_thread_pub {
 
 /* What kernel code reads of the host thread it runs on. A launch may spread its blocks over
    several host threads (CUEMU_THREADS), each running its blocks' threads as fibers, so this is
-   per host thread: one initial-exec thread-local pointer (8 bytes of static TLS, which a
-   dlopened chapter library has only a few hundred bytes of), to the worker's own record while
-   it runs a launch and to an idle record (cur NULL) otherwise. */
+   per host thread: one thread-local pointer, to the worker's own record while it runs a launch
+   and to an idle record (cur NULL) otherwise. Not initial-exec: a module with any initial-exec
+   variable gets its whole TLS block (its thread_local __shared__ arrays too) from the few
+   hundred bytes of static TLS a dlopened library can have ("cannot allocate memory in static
+   TLS block"). Hidden, it is local-dynamic: one __tls_get_addr per function that reads it. */
 struct cuemu_tls {
     cuemu_thread_pub *cur;     /* NULL outside a kernel */
     /* threadIdx: cur->idx, copied by the core whenever cur changes. Read as a field rather
@@ -53,7 +55,7 @@ struct cuemu_tls {
     int atomic_depth;          /* > 0 while an atomic runs: its accesses are not races */
     int mt;                    /* 1: this launch runs on several host threads (real atomics) */
 };
-extern CUEMU_HIDDEN __thread struct cuemu_tls *cuemu_w __attribute__((tls_model("initial-exec")));
+extern CUEMU_HIDDEN __thread struct cuemu_tls *cuemu_w;
 #define cuemu_cur          (cuemu_w->cur)
 #define cuemu_tidx         (cuemu_w->tidx)
 #define cuemu_block_idx    (cuemu_w->block_idx)
