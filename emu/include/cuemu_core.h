@@ -56,12 +56,42 @@ struct cuemu_tls {
     int mt;                    /* 1: this launch runs on several host threads (real atomics) */
 };
 extern CUEMU_HIDDEN __thread struct cuemu_tls *cuemu_w;
-#define cuemu_cur          (cuemu_w->cur)
-#define cuemu_tidx         (cuemu_w->tidx)
-#define cuemu_block_idx    (cuemu_w->block_idx)
-#define cuemu_block_dim    (cuemu_w->block_dim)
-#define cuemu_grid_dim     (cuemu_w->grid_dim)
-#define cuemu_atomic_depth (cuemu_w->atomic_depth)
+/* cuemu_w's value, read by an instruction of its own: in the clang build a plain read would
+   be an 8-byte load with a load hook and an alignment check on the pointer, in every line that
+   reads threadIdx. The "m" operand keeps it an ordinary read of that memory (again after a
+   call, never from a register kept across one). */
+static inline __attribute__((always_inline)) struct cuemu_tls *cuemu_w_now(void)
+{
+    struct cuemu_tls *p;
+#if defined(__x86_64__)
+    __asm__("movq %1, %0" : "=r"(p) : "m"(cuemu_w));
+#elif defined(__aarch64__)
+    __asm__("ldr %0, %1" : "=r"(p) : "m"(cuemu_w));
+#else
+    p = cuemu_w;
+#endif
+    return p;
+}
+/* One int field of it, read the same way (the atomics' cuemu_w->mt). */
+static inline __attribute__((always_inline)) int cuemu_w_int(size_t offset)
+{
+    int v;
+    const int *a = (const int *)(const void *)((const char *)cuemu_w_now() + offset);
+#if defined(__x86_64__)
+    __asm__("movl %1, %0" : "=r"(v) : "m"(*a));
+#elif defined(__aarch64__)
+    __asm__("ldr %w0, %1" : "=r"(v) : "m"(*a));
+#else
+    v = *a;
+#endif
+    return v;
+}
+#define cuemu_cur          (cuemu_w_now()->cur)
+#define cuemu_tidx         (cuemu_w_now()->tidx)
+#define cuemu_block_idx    (cuemu_w_now()->block_idx)
+#define cuemu_block_dim    (cuemu_w_now()->block_dim)
+#define cuemu_grid_dim     (cuemu_w_now()->grid_dim)
+#define cuemu_atomic_depth (cuemu_w_now()->atomic_depth)
 
 /* One launch, as the launch template hands it over. */
 struct cuemu_launch_desc {

@@ -119,24 +119,32 @@ static inline uint3 make_uint3(unsigned int x, unsigned int y, unsigned int z)
 #pragma clang diagnostic ignored "-Wbit-int-extension"
 namespace cuemu {
 typedef unsigned _BitInt(96) builtin_bits;
-static inline __attribute__((always_inline)) uint3 builtin(const uint3 &v)
+/* the field at `offset` of this host thread's record (cuemu_core.h), with no member access the
+   alignment check would test */
+static inline __attribute__((always_inline)) uint3 builtin(size_t offset)
 {
     static_assert(sizeof(uint3) == 12, "uint3 is three unsigned ints");
     builtin_bits w;
-    std::memcpy(&w, &v, sizeof v);
+    std::memcpy(&w, (const char *)cuemu_w_now() + offset, sizeof(uint3));
     return uint3{(unsigned)w, (unsigned)(w >> 32), (unsigned)(w >> 64)};
 }
 }  // namespace cuemu
 #pragma clang diagnostic pop
-#define threadIdx (::cuemu::builtin(cuemu_tidx))
-#define blockIdx  (::cuemu::builtin(cuemu_block_idx))
-#define blockDim  (::cuemu::builtin(cuemu_block_dim))
-#define gridDim   (::cuemu::builtin(cuemu_grid_dim))
+#define threadIdx (::cuemu::builtin(offsetof(struct cuemu_tls, tidx)))
+#define blockIdx  (::cuemu::builtin(offsetof(struct cuemu_tls, block_idx)))
+#define blockDim  (::cuemu::builtin(offsetof(struct cuemu_tls, block_dim)))
+#define gridDim   (::cuemu::builtin(offsetof(struct cuemu_tls, grid_dim)))
 #else
-#define threadIdx (static_cast<const uint3 &>(cuemu_tidx))
-#define blockIdx  (static_cast<const uint3 &>(cuemu_block_idx))
-#define blockDim  (static_cast<const uint3 &>(cuemu_block_dim))
-#define gridDim   (static_cast<const uint3 &>(cuemu_grid_dim))
+namespace cuemu {
+static inline __attribute__((always_inline)) const uint3 &builtin(size_t offset)
+{
+    return *(const uint3 *)(const void *)((const char *)cuemu_w_now() + offset);
+}
+}  // namespace cuemu
+#define threadIdx (::cuemu::builtin(offsetof(struct cuemu_tls, tidx)))
+#define blockIdx  (::cuemu::builtin(offsetof(struct cuemu_tls, block_idx)))
+#define blockDim  (::cuemu::builtin(offsetof(struct cuemu_tls, block_dim)))
+#define gridDim   (::cuemu::builtin(offsetof(struct cuemu_tls, grid_dim)))
 #endif
 constexpr int warpSize = 32;
 
@@ -217,7 +225,7 @@ extern "C" void __tsan_release(void *addr);
         cuemu_atomic_depth++;                                                            \
         CUEMU_ACCESS_FENCE();                                                            \
         T old = *address;                                                                \
-        if (__builtin_expect(cuemu_w->mt, 0)) {                                          \
+        if (__builtin_expect(cuemu_w_int(offsetof(struct cuemu_tls, mt)), 0)) {         \
             T nv;                                                                        \
             do nv = (EXPR);                                                              \
             while (!__atomic_compare_exchange(address, &old, &nv, false,                 \
@@ -266,7 +274,7 @@ CUEMU_ATOMIC(atomicDec, unsigned int, (old == 0u || old > val) ? val : old - 1u)
     static inline T atomicCAS(T *address, T compare, T val) \
     { CUEMU_TSAN_ACQ(address); cuemu_atomic_depth++; CUEMU_ACCESS_FENCE();              \
       T old = *address;                                                                  \
-      if (__builtin_expect(cuemu_w->mt, 0)) {                                            \
+      if (__builtin_expect(cuemu_w_int(offsetof(struct cuemu_tls, mt)), 0)) {           \
           old = compare;                                                                 \
           __atomic_compare_exchange_n(address, &old, val, false, __ATOMIC_SEQ_CST,       \
                                       __ATOMIC_SEQ_CST);                                 \
