@@ -71,7 +71,23 @@ struct cuemu_worker {
     unsigned miss_next;
     int armed;                       /* a launch runs on this host thread */
 };
-#define CUEMU_W ((struct cuemu_worker *)cuemu_w)
+/* cuemu_w as a value that cannot change while the calling function runs (the compiler may read
+   it once per function): for code that runs only between the start and the end of a launch on
+   one host thread (the scheduler's switches, the hooks), never in a function that sets
+   cuemu_w or one inlined into it (see cuemu_launch_run). */
+static inline __attribute__((always_inline)) struct cuemu_worker *cuemu_w_fixed(void)
+{
+    struct cuemu_worker *p;
+#if defined(__x86_64__)
+    __asm__("movq (%1), %0" : "=r"(p) : "r"(&cuemu_w));
+#elif defined(__aarch64__)
+    __asm__("ldr %0, [%1]" : "=r"(p) : "r"(&cuemu_w));
+#else
+    p = (struct cuemu_worker *)cuemu_w;
+#endif
+    return p;
+}
+#define CUEMU_W (cuemu_w_fixed())
 #define cuemu_fast (CUEMU_W->fast)
 /* The slow path: every check of one access (pc: its code address). */
 CUEMU_HIDDEN void cuemu_access_slow(const void *addr, unsigned size, int write, void *pc);

@@ -208,7 +208,19 @@ typedef struct sched_w {
     unsigned long long fail_pos;
 } sched_w;
 
-#define SW ((sched_w *)cuemu_w)
+/* The running host thread's record, read once per function (cuemu_w_fixed): everywhere but in
+   the two functions that set cuemu_w, at the end of this file, and nothing they inline. */
+#define SW ((sched_w *)cuemu_w_fixed())
+#undef cuemu_cur
+#undef cuemu_tidx
+#undef cuemu_block_idx
+#undef cuemu_block_dim
+#undef cuemu_grid_dim
+#define cuemu_cur       (CUEMU_W->pub.cur)
+#define cuemu_tidx      (CUEMU_W->pub.tidx)
+#define cuemu_block_idx (CUEMU_W->pub.block_idx)
+#define cuemu_block_dim (CUEMU_W->pub.block_dim)
+#define cuemu_grid_dim  (CUEMU_W->pub.grid_dim)
 #define g_th             (SW->g_th)
 #define g_th_cap         (SW->g_th_cap)
 #define g_free_stk       (SW->g_free_stk)
@@ -1404,7 +1416,7 @@ static unsigned long long rng_next(unsigned long long *s)
     return x ^ (x >> 31);
 }
 
-static void order_parse(void)
+static __attribute__((noinline)) void order_parse(void)
 {
     const char *s = getenv("CUEMU_ORDER");
     g_order_mode = 0;
@@ -1670,7 +1682,7 @@ static void record_failure(int err, int sticky)
 /* Runs blocks of the launch L on this host thread (cuemu_w: its record, set up) until none
    is left or one failed; a failure is kept in the record, its report with the block's output
    (several host threads) or given at once (one). */
-static void worker_run(void)
+static __attribute__((noinline)) void worker_run(void)
 {
     const cuemu_launch_desc *d = L.d;
     worker_signals_on();
@@ -1746,7 +1758,7 @@ static void worker_run(void)
 
 /* This host thread's record ready for the launch L: 0, or -1 when its stacks or shared memory
    cannot be had. */
-static int worker_setup(int mt)
+static __attribute__((noinline)) int worker_setup(int mt)
 {
     const cuemu_launch_desc *d = L.d;
     SW->w.pub.mt = mt;
@@ -1770,6 +1782,13 @@ static int worker_setup(int mt)
     if (g_order_mode != 2) order_fill(0);
     return 0;
 }
+
+/* From here on cuemu_w changes: it is read as memory, in order with its stores. What these
+   functions call with a fixed read (worker_setup, worker_run, order_parse) is not inlined. */
+#undef SW
+#undef cuemu_cur
+#define SW ((sched_w *)cuemu_w)
+#define cuemu_cur (cuemu_w->cur)
 
 /* A helper host thread of a launch: runs blocks with record g_helper[i]. Its copies of the
    __shared__ variables die with it, so its record forgets them at the end. */
