@@ -3,9 +3,10 @@
  * cuemu_device.h: the device side of CUDA for the host compiler.
  *
  * Included at the end of the emulator's cuda_runtime.h, which is force-included into every
- * emulated compile (C++ only). Qualifiers become nothing (`static` for __shared__), the
- * built-in variables read the current fiber, and barriers and warp operations call into the
- * core (emu/core/sched.c) with their source line, so a deadlock report can name it. The
+ * emulated compile (C++ only). Qualifiers become nothing (`static thread_local` for
+ * __shared__), the built-in variables read the current fiber, and barriers and warp operations
+ * call into the core (emu/core/sched.c) with their source line, so a deadlock report can name
+ * it. The
  * rewriter (emu/rewrite/) turns `k<<<g, b, s, st>>>(args)` into a call of cuemu::launch.
  */
 #ifndef CUEMU_DEVICE_H
