@@ -118,21 +118,36 @@ static double median(std::vector<double> v)
  * Times the emulated kernel and the native loop alternately, reps times each after one warm-up
  * of each, so both see the same load on a shared machine; prints both medians and their ratio.
  */
+/* CUEMU_THREADS as the bench was started with (unset: the emulator's default, the cores). */
+static const char *g_threads;
+static void threads_env(const char *v)
+{
+    if (v) setenv("CUEMU_THREADS", v, 1);
+    else unsetenv("CUEMU_THREADS");
+}
+
 template <class E, class N, class P>
 static double compare(const char *what, int reps, double target, double plain_target, E emu,
                       N native, P plain_o2)
 {
-    std::vector<double> te, tn, tp;
+    std::vector<double> te, tn, tp, tm;
+    threads_env("1");
+    emu();
+    threads_env(g_threads);
     emu();
     native();
     plain_o2();
     for (int r = 0; r < reps; r++) {
+        threads_env("1");
         te.push_back(seconds(emu));
+        threads_env(g_threads);
+        tm.push_back(seconds(emu));
         tn.push_back(seconds(native));
         tp.push_back(seconds(plain_o2));
     }
     double me = median(te), mn = median(tn), mp = median(tp), ratio = me / mn, rp = me / mp;
-    std::printf("%s\n  emulated %9.3f ms\n  native loop, the emulator's flags %9.3f ms: ratio %6.1fx",
+    double mm = median(tm);
+    std::printf("%s\n  emulated, one host thread %9.3f ms\n  native loop, the emulator's flags %9.3f ms: ratio %6.1fx",
                 what, me * 1e3, mn * 1e3, ratio);
     if (target > 0)
         std::printf("   (target <= %gx: %s)\n", target, ratio <= target ? "met" : "MISSED");
@@ -143,6 +158,9 @@ static double compare(const char *what, int reps, double target, double plain_ta
         std::printf("   (target <= %gx: %s)\n", plain_target, rp <= plain_target ? "met" : "MISSED");
     else
         std::printf("   (no target)\n");
+    std::printf("  emulated, CUEMU_THREADS=%s %9.3f ms: %.2fx the speed of one host thread; "
+                "ratio to plain -O2 %6.1fx\n", g_threads ? g_threads : "(default)", mm * 1e3,
+                me / mm, mm / mp);
     return ratio;
 }
 
@@ -167,6 +185,7 @@ int main(int argc, char **argv)
 {
     g_argc = argc;
     g_argv = argv;
+    g_threads = std::getenv("CUEMU_THREADS");
     if (const char *c = std::getenv("EMU_BENCH_CLOCK"))
         if (!std::strcmp(c, "cpu")) g_clock = CLOCK_PROCESS_CPUTIME_ID;
     int status = 0;
@@ -191,7 +210,9 @@ int main(int argc, char **argv)
                 "twice: by the same compiler with the emulator's flags (its instrumentation, no\n"
                 "vectoriser), and with plain -O2 (what native code means to a user); one core\n"
                 "each, medians, measured alternately in this run. Other work on the machine still\n"
-                "weighs more on the emulated side: compare ratios from an idle machine.\n");
+                "weighs more on the emulated side: compare ratios from an idle machine. Then the\n"
+                "emulated kernel with CUEMU_THREADS as given (unset: every core this process may\n"
+                "use), its blocks spread over that many host threads.\n");
     if (FILE *la = std::fopen("/proc/loadavg", "r")) {
         char buf[128] = "";
         if (std::fgets(buf, sizeof buf, la)) std::printf("load average at the start: %s", buf);

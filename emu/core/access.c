@@ -52,31 +52,40 @@
 #define E_MISALIGNED     716
 #define E_LAUNCH_FAILURE 719
 
-CUEMU_HIDDEN int cuemu_atomic_depth;            /* > 0 inside an atomic (not a race) */
 CUEMU_HIDDEN void (*cuemu_access_observer)(const void *addr, unsigned size, int write, void *pc);
 
 /* ---- shared regions and their shadow (the types: core_internal.h) ------------------------------ */
-#define MAX_REGIONS 256
-static region g_reg[MAX_REGIONS];
-static int g_nreg;
-static uintptr_t g_lo, g_hi;                   /* bounding box of every region (0, 0: none) */
-/* What the hooks' fast path reads (hooks.c): derived from the state here by fast_update() while
-   a launch runs, and "nothing to check" outside one (hit[]: see find_region). */
-CUEMU_HIDDEN struct cuemu_access_fast cuemu_fast = {
-    0, 0, UINTPTR_MAX, 0,
-    { &g_reg[0], &g_reg[0], &g_reg[0], &g_reg[0], &g_reg[0], &g_reg[0], &g_reg[0], &g_reg[0] }, 1
-};
+/* Per host thread (struct cuemu_worker, core_internal.h): a launch spread over several host
+   threads has a copy of every __shared__ variable per thread, and each checks its own. */
+#define MAX_REGIONS CUEMU_MAX_REGIONS
+#define g_reg   (CUEMU_W->reg)
+#define g_nreg  (CUEMU_W->nreg)
+#define g_lo    (CUEMU_W->lo)
+#define g_hi    (CUEMU_W->hi)
 #define g_hit   cuemu_fast.hit
 #define g_epoch cuemu_fast.epoch
-static uint32_t g_wep[32];
+#define g_wep   (CUEMU_W->wep)
+#define g_armed (CUEMU_W->armed)
+#define g_miss  (CUEMU_W->miss)
+#define g_miss_next (CUEMU_W->miss_next)
 static int g_race_on = -1;
-static int g_armed;                             /* a launch runs */
 static const cuemu_launch_desc *g_launch;
 static uintptr_t g_zlo = UINTPTR_MAX, g_zhi;    /* bounding box of the guard zones (below) */
 
 /* The fast path's view. Outside a launch nothing is checked (no kernel thread runs); with an
    observer every access goes to the slow path (the zone box spans everything); without the
    race check no shared access needs one. */
+/* A record no launch has used: nothing to check (the hooks' fast path settles every access). */
+void cuemu_access_worker_init(struct cuemu_worker *w)
+{
+    w->fast.lo = w->fast.span = 0;
+    w->fast.zlo = UINTPTR_MAX;
+    w->fast.zhi = 0;
+    w->fast.epoch = 1;
+    for (int i = 0; i < CUEMU_HITS; i++) w->fast.hit[i] = &w->reg[0];
+    w->seq_last = -1;
+}
+
 void cuemu_access_fast_update(void)
 {
     struct cuemu_access_fast *f = &cuemu_fast;
@@ -99,9 +108,7 @@ void cuemu_access_fast_update(void)
 /* Addresses inside the regions' bounding box but in none of them, found lately: the guard
    variable of each __shared__ declaration's registration (a static the rewriter adds beside the
    variable, tested by every thread that passes the declaration) lies between shared arrays. */
-#define MISSES 8
-static uintptr_t g_miss[MISSES];
-static unsigned g_miss_next;
+#define MISSES CUEMU_MISSES
 
 static void bounds(void)
 {

@@ -27,7 +27,7 @@ void __assert_fail(const char *expr, const char *file, unsigned int line, const 
         snprintf(msg, sizeof msg, "%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.",
                  file, line, func ? func : "?", cuemu_block_idx.x, cuemu_block_idx.y,
                  cuemu_block_idx.z, cuemu_tidx.x, cuemu_tidx.y, cuemu_tidx.z, expr);
-        cuemu_diag_device(msg);
+        cuemu_core_diag_device(msg);
         cuemu_launch_abort(E_ASSERT, 1, "");
     }
     fprintf(stderr, "%s: %s:%u: %s%sAssertion `%s' failed.\n", program_invocation_short_name,

@@ -48,7 +48,47 @@ struct cuemu_access_fast {
     region   *hit[CUEMU_HITS];
     uint32_t  epoch;             /* the block-wide barrier epoch */
 };
-extern CUEMU_HIDDEN struct cuemu_access_fast cuemu_fast;
+
+/* A host thread's record while it runs blocks of a launch (cuemu_w points at its pub); sched.c
+   extends it with the scheduler's state. Everything a block's run changes lives here, so that
+   several host threads can each run blocks of one launch. */
+#define CUEMU_MAX_REGIONS 256
+#define CUEMU_MISSES 8
+struct cuemu_worker {
+    struct cuemu_tls pub;            /* first: cuemu_w points here */
+    /* the lazy phase of a block (see g_lazy in sched.c), read by cuemu_thread_next (hooks.c):
+       the thread at order position seq runs; positions up to seq_last (-1 outside the lazy
+       phase) follow it on the same stack; order_pub[pos] is that thread */
+    int seq, seq_last;
+    cuemu_thread_pub **order_pub;
+    struct cuemu_access_fast fast;   /* what the hooks' fast path reads (access.c) */
+    /* access.c: the shared regions of this host thread (slot 0: the dynamic area) */
+    region reg[CUEMU_MAX_REGIONS];
+    int nreg;
+    uintptr_t lo, hi;                /* bounding box of every region (0, 0: none) */
+    uint32_t wep[32];                /* each warp's rendezvous count */
+    uintptr_t miss[CUEMU_MISSES];
+    unsigned miss_next;
+    int armed;                       /* a launch runs on this host thread */
+};
+/* cuemu_w as a value that cannot change while the calling function runs (the compiler may read
+   it once per function): for code that runs only between the start and the end of a launch on
+   one host thread (the scheduler's switches, the hooks), never in a function that sets
+   cuemu_w or one inlined into it (see cuemu_launch_run). */
+static inline __attribute__((always_inline)) struct cuemu_worker *cuemu_w_fixed(void)
+{
+    struct cuemu_worker *p;
+#if defined(__x86_64__)
+    __asm__("movq (%1), %0" : "=r"(p) : "r"(&cuemu_w));
+#elif defined(__aarch64__)
+    __asm__("ldr %0, [%1]" : "=r"(p) : "r"(&cuemu_w));
+#else
+    p = (struct cuemu_worker *)cuemu_w;
+#endif
+    return p;
+}
+#define CUEMU_W (cuemu_w_fixed())
+#define cuemu_fast (CUEMU_W->fast)
 /* The slow path: every check of one access (pc: its code address). */
 CUEMU_HIDDEN void cuemu_access_slow(const void *addr, unsigned size, int write, void *pc);
 /* The same, with pc the return address of this call (from a fast path inlined at the access). */
@@ -76,11 +116,15 @@ void cuemu_profile_launch(const struct cuemu_launch_desc *d);
 void cuemu_profile_block(void);
 
 /* ---- the scheduler (sched.c) ---------------------------------------------------------------- */
-/* The lazy phase of a block (see g_lazy in sched.c), read by cuemu_thread_next (hooks.c):
-   the thread at order position cuemu_seq runs; positions up to cuemu_seq_last (-1 outside the
-   lazy phase) follow it on the same stack; cuemu_order_pub[pos] is that thread. */
-extern CUEMU_HIDDEN int cuemu_seq, cuemu_seq_last;
-extern CUEMU_HIDDEN cuemu_thread_pub **cuemu_order_pub;
+#define cuemu_seq       (CUEMU_W->seq)
+#define cuemu_seq_last  (CUEMU_W->seq_last)
+#define cuemu_order_pub (CUEMU_W->order_pub)
+/* The region table of an idle record (no launch on this host thread). */
+void cuemu_access_worker_init(struct cuemu_worker *w);
+/* The launch's report of a problem: at once on one host thread; with several, kept with the
+   block that made it and given in block order when the launch ends (sched.c). */
+void cuemu_core_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cuemu_core_diag_device(const char *line);
 /* Stops the running launch with err (the message, unless "", is reported as the launch's diagnostic;
    sticky: until cudaDeviceReset, else the launch's own error, returned once by the
    synchronisation that ran it). */

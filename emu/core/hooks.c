@@ -38,7 +38,7 @@ static inline __attribute__((always_inline)) int fast_done(uintptr_t a, unsigned
     if (a - f->lo >= f->span) return a + size <= f->zlo || a >= f->zhi;
     /* an atomic's own load and store: the race check leaves them out (cuemu_access_slow), so
        only the guard zones remain (the regions' bounding box may span global memory too) */
-    if (cuemu_atomic_depth) return a + size <= f->zlo || a >= f->zhi;
+    if (CUEMU_W->pub.atomic_depth) return a + size <= f->zlo || a >= f->zhi;
     if (write || size != 4) return 0;
     for (int i = 0; i < 2; i++) {
         const region *r = f->hit[i];
@@ -71,7 +71,7 @@ HOOK_INLINE int cuemu_thread_next(void)
 {
     if (cuemu_seq >= cuemu_seq_last) return 0;
     cuemu_thread_pub *u = cuemu_order_pub[++cuemu_seq];
-    cuemu_cur = u;
-    cuemu_tidx = u->idx;
+    CUEMU_W->pub.cur = u;
+    CUEMU_W->pub.tidx = u->idx;
     return 1;
 }

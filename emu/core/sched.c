@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -111,52 +112,198 @@ typedef struct cthread {
 
 typedef struct { unsigned exists, exited, arrived; } cwarp;
 
-CUEMU_HIDDEN cuemu_thread_pub *cuemu_cur;
-CUEMU_HIDDEN struct uint3 cuemu_tidx;
-CUEMU_HIDDEN struct uint3 cuemu_block_idx, cuemu_block_dim, cuemu_grid_dim;
-
 static pthread_mutex_t g_launch_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t g_launch_thread;
 static volatile int g_in_launch;
 
-static cthread *g_th;                /* pool: threads and their stacks, grown on demand */
-static int      g_th_cap;
-static char   **g_free_stk;          /* stacks not in use by a started, unfinished thread */
-static int      g_nfree, g_next_own;
-/* Per-block state is reset in O(1): a thread whose gen differs from g_gen has not started
-   in this block (so it is runnable). Until some thread blocks, threads run strictly in
-   order and the next one is found without a search. */
-static unsigned g_gen;
-static int      g_any_blocked;
-/* While g_lazy, no thread of the block has waited for another yet: the threads run one after
-   another, in order, on one stack (that of g_th[g_order[0]], which started the block), and the
-   one running is the one at order position cuemu_seq. What the finished ones leave behind (their
-   state, their warps' exit bits, g_live) is written only when something needs it
-   (lazy_settle): a barrier-free kernel never does, and pays no per-thread bookkeeping. */
-static int      g_lazy;
-CUEMU_HIDDEN int cuemu_seq;          /* the order position running (see core_internal.h) */
-CUEMU_HIDDEN int cuemu_seq_last = -1; /* g_n - 1 while g_lazy, else -1 */
+#define DSM_CANARY 0xFD
+#define ALTSTACK_SIZE (256 * 1024)
+/* The watchdog samples where the running thread is a few times before it stops the launch:
+   the lines a spinning thread cycles through are the loop it never leaves (one sample would
+   name any one line of it, or the instrumentation inside it). */
+#define WD_SAMPLES 40
+#define WD_FRAMES  6
+
+/* static __shared__ variables, as the rewritten declarations register them */
+typedef struct { void *p; size_t n; } shared_var;
+
+/* What one block's output left for the launch to give, in block order, when a launch runs on
+   several host threads (see "several host threads" below). */
+typedef struct outbuf { char *p; size_t n, cap; } outbuf;
+
+/* Everything the run of a block changes, per host thread: with CUEMU_THREADS > 1 several host
+   threads each run blocks of one launch, with their own fibers, stacks, dynamic shared memory,
+   copies of the __shared__ variables (thread_local) and fault capture. The fields keep the
+   names they had as globals (the macros below), so the code reads as it did. */
+typedef struct sched_w {
+    struct cuemu_worker w;           /* first: cuemu_w points at w.pub */
+    cthread *g_th;                   /* pool: threads and their stacks, grown on demand */
+    int      g_th_cap;
+    char   **g_free_stk;             /* stacks not in use by a started, unfinished thread */
+    int      g_nfree, g_next_own;
+    /* Per-block state is reset in O(1): a thread whose gen differs from g_gen has not started
+       in this block (so it is runnable). Until some thread blocks, threads run strictly in
+       order and the next one is found without a search. */
+    unsigned g_gen;
+    int      g_any_blocked;
+    /* While g_lazy, no thread of the block has waited for another yet: the threads run one
+       after another, in order, on one stack (that of g_th[g_order[0]], which started the
+       block), and the one running is the one at order position cuemu_seq. What the finished
+       ones leave behind (their state, their warps' exit bits, g_live) is written only when
+       something needs it (lazy_settle): a barrier-free kernel never does, and pays no
+       per-thread bookkeeping. */
+    int      g_lazy;
+    /* A barrier releases its threads by starting a new phase, not by visiting each of them: a
+       thread still marked T_BAR from an earlier phase can run (it marks itself T_RUN when it
+       does). */
+    unsigned g_bar_phase;
+    size_t   g_stack_size;
+    int     *g_order;                /* g_order[pos] = thread index */
+    int      g_n;                    /* threads in the block */
+    int      g_live, g_at_bar, g_bar_mismatch, g_bar_count, g_bar_last_count, g_bar_last_n;
+    const char *g_bar_file;
+    int      g_bar_line;
+    cwarp    g_warps[32];
+#ifdef CUEMU_ASM_SWITCH
+    void    *g_sched_sp;
+    void    *g_dead_sp;
+#else
+    ucontext_t g_sched_uc;
+#endif
+    unsigned g_warned;               /* per launch: which warnings were given */
+    /* dynamic shared memory: a fixed region whose end abuts a PROT_NONE page; a launch's area
+       ends there too, so the first byte past it faults */
+    char   *g_dsm_region;
+    size_t  g_dsm_cap;               /* usable bytes before the guard page */
+    char   *g_dsm_base;              /* this launch's area */
+    size_t  g_dsm_size;
+    const char *g_dsm_name;
+    shared_var *g_shared;
+    size_t g_nshared, g_shared_cap;
+    /* fault / watchdog capture */
+    sigjmp_buf g_jb;
+    char g_abort_msg[4096];
+    int g_abort_err, g_abort_sticky;
+    volatile sig_atomic_t g_jb_armed;
+    volatile int g_fault_sig, g_fault_code, g_fault_write;
+    void *volatile g_fault_addr, *volatile g_fault_pc;
+    void *g_fault_frames[48];
+    volatile int g_fault_nframes;
+    cthread *volatile g_fault_thread;
+    struct uint3 g_fault_block;
+    char *g_altstack;
+    stack_t g_old_ss;
+    timer_t g_timer;
+    int g_timer_ok;
+    void *g_wd_frames[WD_SAMPLES][WD_FRAMES];
+    int g_wd_nf[WD_SAMPLES];
+    cthread *g_wd_thread[WD_SAMPLES];
+    volatile int g_wd_samples;
+    /* several host threads: the position in launch order of the block running, and the
+       output (printf, reports) of the blocks run, kept until the launch gives it */
+    unsigned long long pos;
+    struct blockout *out;
+    size_t nout, capout;
+    int failed, fail_err, fail_sticky;
+    unsigned long long fail_pos;
+} sched_w;
+
+/* The running host thread's record, read once per function (cuemu_w_fixed): everywhere but in
+   the two functions that set cuemu_w, at the end of this file, and nothing they inline. */
+#define SW ((sched_w *)cuemu_w_fixed())
+#undef cuemu_cur
+#undef cuemu_tidx
+#undef cuemu_block_idx
+#undef cuemu_block_dim
+#undef cuemu_grid_dim
+#define cuemu_cur       (CUEMU_W->pub.cur)
+#define cuemu_tidx      (CUEMU_W->pub.tidx)
+#define cuemu_block_idx (CUEMU_W->pub.block_idx)
+#define cuemu_block_dim (CUEMU_W->pub.block_dim)
+#define cuemu_grid_dim  (CUEMU_W->pub.grid_dim)
+#define g_th             (SW->g_th)
+#define g_th_cap         (SW->g_th_cap)
+#define g_free_stk       (SW->g_free_stk)
+#define g_nfree          (SW->g_nfree)
+#define g_next_own       (SW->g_next_own)
+#define g_gen            (SW->g_gen)
+#define g_any_blocked    (SW->g_any_blocked)
+#define g_lazy           (SW->g_lazy)
+#define g_bar_phase      (SW->g_bar_phase)
+#define g_stack_size     (SW->g_stack_size)
+#define g_order          (SW->g_order)
+#define g_n              (SW->g_n)
+#define g_live           (SW->g_live)
+#define g_at_bar         (SW->g_at_bar)
+#define g_bar_mismatch   (SW->g_bar_mismatch)
+#define g_bar_count      (SW->g_bar_count)
+#define g_bar_last_count (SW->g_bar_last_count)
+#define g_bar_last_n     (SW->g_bar_last_n)
+#define g_bar_file       (SW->g_bar_file)
+#define g_bar_line       (SW->g_bar_line)
+#define g_warps          (SW->g_warps)
+#define g_sched_sp       (SW->g_sched_sp)
+#define g_dead_sp        (SW->g_dead_sp)
+#define g_sched_uc       (SW->g_sched_uc)
+#define g_warned         (SW->g_warned)
+#define g_dsm_region     (SW->g_dsm_region)
+#define g_dsm_cap        (SW->g_dsm_cap)
+#define g_dsm_base       (SW->g_dsm_base)
+#define g_dsm_size       (SW->g_dsm_size)
+#define g_dsm_name       (SW->g_dsm_name)
+#define g_shared         (SW->g_shared)
+#define g_nshared        (SW->g_nshared)
+#define g_shared_cap     (SW->g_shared_cap)
+#define g_jb             (SW->g_jb)
+#define g_abort_msg      (SW->g_abort_msg)
+#define g_abort_err      (SW->g_abort_err)
+#define g_abort_sticky   (SW->g_abort_sticky)
+#define g_jb_armed       (SW->g_jb_armed)
+#define g_fault_sig      (SW->g_fault_sig)
+#define g_fault_code     (SW->g_fault_code)
+#define g_fault_write    (SW->g_fault_write)
+#define g_fault_addr     (SW->g_fault_addr)
+#define g_fault_pc       (SW->g_fault_pc)
+#define g_fault_frames   (SW->g_fault_frames)
+#define g_fault_nframes  (SW->g_fault_nframes)
+#define g_fault_thread   (SW->g_fault_thread)
+#define g_fault_block    (SW->g_fault_block)
+#define g_altstack       (SW->g_altstack)
+#define g_old_ss         (SW->g_old_ss)
+#define g_timer          (SW->g_timer)
+#define g_timer_ok       (SW->g_timer_ok)
+#define g_wd_frames      (SW->g_wd_frames)
+#define g_wd_nf          (SW->g_wd_nf)
+#define g_wd_thread      (SW->g_wd_thread)
+#define g_wd_samples     (SW->g_wd_samples)
+
+/* The record of a host thread that runs no launch (host code, outside kernels): cur NULL,
+   nothing for the hooks to check. */
+static sched_w g_idle;
+CUEMU_HIDDEN __thread struct cuemu_tls *cuemu_w
+    = &g_idle.w.pub;
+/* This host thread's own record, kept from one launch to the next (its __shared__ copies,
+   registered once per host thread, are listed there). */
+static __thread sched_w *t_self;
+/* Output of a block is kept, to be given in block order, when the launch runs on several host
+   threads (see "several host threads"). */
+#define KEEP_OUTPUT (cuemu_w->mt && cuemu_w != &g_idle.w.pub)
+static void out_add(char kind, const char *text, size_t n);
+/* Where an extern __shared__ declared at namespace scope points (it is bound when the program
+   loads, outside any launch): a PROT_NONE page, so that any use faults with a clear report. */
+static char *g_ns_guard;
+
+__attribute__((constructor)) static void idle_init(void)
+{
+    cuemu_access_worker_init(&g_idle.w);
+}
+
 #define STARTED(t) ((t)->gen == g_gen)
-/* A barrier releases its threads by starting a new phase, not by visiting each of them: a
-   thread still marked T_BAR from an earlier phase can run (it marks itself T_RUN when it does). */
-static unsigned g_bar_phase;
 #define RUNNABLE(t) ((t)->state == T_RUN || ((t)->state == T_BAR && (t)->bphase != g_bar_phase))
 #define ST(t) (!STARTED(t) ? T_RUN : RUNNABLE(t) ? T_RUN : (t)->state)
-static size_t   g_stack_size, g_page;
-static int     *g_order;             /* g_order[pos] = thread index */
-/* cuemu_order_pub[pos] = &g_th[g_order[pos]].pub (hooks.c's cuemu_thread_next reads it) */
-CUEMU_HIDDEN cuemu_thread_pub **cuemu_order_pub;
 #define ORDER_TH(pos) ((cthread *)cuemu_order_pub[pos])
-static int      g_n;                 /* threads in the block */
-static int      g_live, g_at_bar, g_bar_mismatch, g_bar_count, g_bar_last_count, g_bar_last_n;
-static const char *g_bar_file;
-static int      g_bar_line;
-static cwarp    g_warps[32];
-#ifdef CUEMU_ASM_SWITCH
-static void    *g_sched_sp;
-#else
-static ucontext_t g_sched_uc;
-#endif
+static size_t   g_page;
+
 #ifdef CUEMU_TSAN
 static void    *g_sched_fiber;
 static char     g_tsan_barrier;      /* address TSan sees released/acquired at barriers */
@@ -172,46 +319,9 @@ static size_t   g_asan_main_size;
 #endif
 
 static const cuemu_launch_desc *g_desc;
-static unsigned g_warned;            /* per launch: which warnings were given */
 static int      g_order_mode;        /* 0 forward, 1 reverse, 2 random */
 static unsigned long long g_seed;
 
-/* dynamic shared memory: a fixed region whose end abuts a PROT_NONE page; a launch's area
-   ends there too, so the first byte past it faults */
-static char   *g_dsm_region;
-static size_t  g_dsm_cap;            /* usable bytes before the guard page */
-static char   *g_dsm_base;           /* this launch's area */
-static size_t  g_dsm_size;
-static const char *g_dsm_name;
-#define DSM_CANARY 0xFD
-
-/* static __shared__ variables, as the rewritten declarations register them */
-typedef struct { void *p; size_t n; } shared_var;
-static shared_var *g_shared;
-static size_t g_nshared, g_shared_cap;
-
-/* ---- fault / watchdog capture ----------------------------------------------------------- */
-static sigjmp_buf g_jb;
-static char g_abort_msg[4096];
-static int g_abort_err, g_abort_sticky;
-static volatile sig_atomic_t g_jb_armed;
-static volatile int g_fault_sig, g_fault_code, g_fault_write;
-static void *volatile g_fault_addr, *volatile g_fault_pc;
-static void *g_fault_frames[48];
-static volatile int g_fault_nframes;
-static cthread *volatile g_fault_thread;
-static struct uint3 g_fault_block;
-static char *g_altstack;
-#define ALTSTACK_SIZE (256 * 1024)
-/* The watchdog samples where the running thread is a few times before it stops the launch:
-   the lines a spinning thread cycles through are the loop it never leaves (one sample would
-   name any one line of it, or the instrumentation inside it). */
-#define WD_SAMPLES 40
-#define WD_FRAMES  6
-static void *g_wd_frames[WD_SAMPLES][WD_FRAMES];
-static int g_wd_nf[WD_SAMPLES];
-static cthread *g_wd_thread[WD_SAMPLES];
-static volatile int g_wd_samples;
 static const int g_sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT };
 #define NSIGS ((int)(sizeof g_sigs / sizeof g_sigs[0]))
 static struct sigaction g_old_act[NSIGS + 1];
@@ -254,7 +364,6 @@ static inline void thread_start(cthread *t)
 /* Switch from thread `from` (NULL: the scheduler) to `to` (NULL: the scheduler). */
 static void switch_to(cthread *from, cthread *to)
 {
-    static void *dead_sp;
     if (to && !STARTED(to)) {
         /* first run: a free stack (never the one a dying `from` still runs on: that one is
            pushed below, after this pop) */
@@ -270,7 +379,7 @@ static void switch_to(cthread *from, cthread *to)
     __tsan_switch_to_fiber(to ? to->tsan_fiber : g_sched_fiber, 1);
 #endif
 #ifdef CUEMU_ASM_SWITCH
-    void **save = from ? (from->state == T_DONE ? &dead_sp : &from->sp) : &g_sched_sp;
+    void **save = from ? (from->state == T_DONE ? &g_dead_sp : &from->sp) : &g_sched_sp;
     void *load = to ? to->sp : g_sched_sp;
 #ifdef CUEMU_ASAN
     do_switch(save, load, to ? to->stack_lo : (const char *)g_asan_main_bottom,
@@ -279,7 +388,6 @@ static void switch_to(cthread *from, cthread *to)
     do_switch(save, load, to ? to->stack_lo : NULL, to ? g_stack_size : 0);
 #endif
 #else
-    (void)dead_sp;
     swapcontext(from ? &from->uc : &g_sched_uc, to ? &to->uc : &g_sched_uc);
 #endif
 }
@@ -401,7 +509,17 @@ static void warn_once(unsigned bit, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    cuemu_diag("warning: %s", buf);
+    if (KEEP_OUTPUT) {
+        /* its bit first: the launch gives each warning once (out_replay) */
+        char tagged[1100];
+        int b = 0;
+        while (b < 31 && !(bit >> b & 1)) b++;
+        tagged[0] = (char)('A' + b);
+        snprintf(tagged + 1, sizeof tagged - 1, "%s", buf);
+        out_add('w', tagged, strlen(tagged));
+    } else {
+        cuemu_diag("warning: %s", buf);
+    }
 }
 
 static void warp_complete(cwarp *w, unsigned warp, unsigned m);
@@ -723,8 +841,13 @@ void *cuemu_dyn_smem(const char *name)
     cuemu_access_dyn_name(name);
     if (!g_dsm_base) {
         /* outside a launch (a namespace-scope extern __shared__ initialised at load time):
-           hand out the guard page so that any use faults with a clear report */
-        return g_dsm_region ? g_dsm_region + g_dsm_cap : (void *)(uintptr_t)0x10;
+           hand out a guard page so that any use faults with a clear report */
+        if (!g_ns_guard) {
+            if (!g_page) g_page = (size_t)sysconf(_SC_PAGESIZE);
+            void *m = mmap(NULL, g_page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (m != MAP_FAILED) g_ns_guard = (char *)m;
+        }
+        return g_ns_guard ? g_ns_guard : (void *)(uintptr_t)0x10;
     }
     return g_dsm_base;
 }
@@ -861,7 +984,7 @@ static void report_deadlock(void)
                       "__syncthreads):" : "warp operation never completed:");
     describe_threads(&b, NULL);
     sb_add(&b, " launch aborted");
-    cuemu_diag("%s", msg);
+    cuemu_core_diag("%s", msg);
 }
 
 /* 1 (load) or 2 (store) if the instruction at pc is an aligned 16-byte SSE move (movaps,
@@ -978,8 +1101,9 @@ static int report_fault(void)
             else
                 sb_add(&b, " at %s: %s %td bytes before the start of extern __shared__ '%s'",
                        where, what, g_dsm_base - a, g_dsm_name ? g_dsm_name : "?");
-        } else if (g_dsm_region && a >= g_dsm_region + g_dsm_cap
-                   && a < g_dsm_region + g_dsm_cap + g_page) {
+        } else if ((g_dsm_region && a >= g_dsm_region + g_dsm_cap
+                    && a < g_dsm_region + g_dsm_cap + g_page)
+                   || (g_ns_guard && a >= g_ns_guard && a < g_ns_guard + g_page)) {
             sb_add(&b, "kernel %s used extern __shared__ '%s' declared at namespace scope; "
                    "declare it inside the kernel (the emulator binds it per launch)",
                    g_desc->kernel, g_dsm_name ? g_dsm_name : "?");
@@ -1037,7 +1161,7 @@ static int report_fault(void)
         sb_add(&b, " at %s", where);
     }
     sb_add(&b, "; launch at %s:%d aborted", g_desc->file, g_desc->line);
-    cuemu_diag("%s", msg);
+    cuemu_core_diag("%s", msg);
     return err;
 }
 
@@ -1049,8 +1173,6 @@ void cuemu_locate_pc(void *pc, char *out, size_t n)
 
 /* ---- signals ---------------------------------------------------------------------------- */
 static int g_wd_sig;
-static timer_t g_timer;
-static int g_timer_ok;
 
 /* Back to the launcher from a fiber's stack (an abort, or a fault's signal handler). The jump
    switches stacks: ASan must be told so, and TSan, which keeps the jump buffer with the
@@ -1082,7 +1204,7 @@ static void on_signal(int sig, siginfo_t *si, void *ucv)
     ucontext_t *uc = (ucontext_t *)ucv;
     /* device memory is closed while host code runs: its first touch by a kernel opens it */
     if ((sig == SIGSEGV || sig == SIGBUS) && cuemu_device_fault(si->si_addr)) return;
-    if (!g_jb_armed || !pthread_equal(pthread_self(), g_launch_thread)) {
+    if (cuemu_w == &g_idle.w.pub || !g_jb_armed) {
         if (sig == g_wd_sig) return;
         /* not ours: put the previous handler back and let the fault happen again */
         for (int i = 0; i < NSIGS; i++)
@@ -1130,11 +1252,29 @@ static void on_signal(int sig, siginfo_t *si, void *ucv)
     jump_to_launcher();
 }
 
-static stack_t g_old_ss;
-
+/* The handlers, for every host thread of the launch (the launcher installs them). */
 static void signals_install(void)
 {
     struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < NSIGS; i++) sigaction(g_sigs[i], &sa, &g_old_act[i]);
+    g_wd_sig = SIGRTMIN + 7;
+    sigaction(g_wd_sig, &sa, &g_old_act[NSIGS]);
+}
+
+static void signals_restore(void)
+{
+    for (int i = 0; i < NSIGS; i++) sigaction(g_sigs[i], &g_old_act[i], NULL);
+    sigaction(g_wd_sig, &g_old_act[NSIGS], NULL);
+}
+
+/* What each host thread running blocks needs of its own: a stack for the handlers and the
+   watchdog's timer, on this thread's CPU time. */
+static void worker_signals_on(void)
+{
     stack_t ss;
     if (!g_altstack) {
         void *warm[2];
@@ -1145,13 +1285,6 @@ static void signals_install(void)
     ss.ss_size = ALTSTACK_SIZE;
     ss.ss_flags = 0;
     sigaltstack(&ss, &g_old_ss);
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
-    sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < NSIGS; i++) sigaction(g_sigs[i], &sa, &g_old_act[i]);
-    g_wd_sig = SIGRTMIN + 7;
-    sigaction(g_wd_sig, &sa, &g_old_act[NSIGS]);
 
     int secs = env_int("CUEMU_WATCHDOG_S", 20);
     g_timer_ok = 0;
@@ -1162,7 +1295,7 @@ static void signals_install(void)
         sev.sigev_notify = SIGEV_THREAD_ID;
         sev.sigev_signo = g_wd_sig;
         sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-        /* the launch thread's CPU time, not the wall clock: a machine busy with other work must
+        /* the thread's CPU time, not the wall clock: a machine busy with other work must
            not stop a kernel that is merely slow, and a spinning thread burns CPU all the same */
         if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &g_timer) == 0) {
             struct itimerspec its;
@@ -1174,12 +1307,10 @@ static void signals_install(void)
     }
 }
 
-static void signals_restore(void)
+static void worker_signals_off(void)
 {
     if (g_timer_ok) timer_delete(g_timer);
     g_timer_ok = 0;
-    for (int i = 0; i < NSIGS; i++) sigaction(g_sigs[i], &g_old_act[i], NULL);
-    sigaction(g_wd_sig, &g_old_act[NSIGS], NULL);
     if (g_old_ss.ss_flags & SS_DISABLE) {
         stack_t off;
         memset(&off, 0, sizeof off);
@@ -1198,8 +1329,8 @@ int cuemu_launch_prepare(const cuemu_launch_desc *d)
         cuemu_set_last_error(e);
         return e;
     }
-    if (g_in_launch && pthread_equal(pthread_self(), g_launch_thread)) {
-        cuemu_diag("kernel %s launched at %s:%d from inside a kernel: dynamic parallelism is "
+    if (cuemu_cur || (g_in_launch && pthread_equal(pthread_self(), g_launch_thread))) {
+        cuemu_core_diag("kernel %s launched at %s:%d from inside a kernel: dynamic parallelism is "
                    "not supported by the emulator", d->kernel, d->file, d->line);
         return cuemu_set_last_error(E_NOT_SUPPORTED);
     }
@@ -1285,7 +1416,7 @@ static unsigned long long rng_next(unsigned long long *s)
     return x ^ (x >> 31);
 }
 
-static void order_parse(void)
+static __attribute__((noinline)) void order_parse(void)
 {
     const char *s = getenv("CUEMU_ORDER");
     g_order_mode = 0;
@@ -1356,24 +1487,285 @@ void cuemuLaunchWindow(unsigned long long first, unsigned long long count)
     g_win_count = count;
 }
 
-int cuemu_launch_run(const cuemu_launch_desc *d)
+/* ---- several host threads ---------------------------------------------------------------
+   With CUEMU_THREADS = N > 1 (default: the cores this process may run on) a launch of enough
+   work hands its blocks, in launch order, to N host threads, each with its own record
+   (sched_w: fibers, stacks, dynamic shared memory, its copies of the __shared__ variables, its
+   race detector's shadow, its fault capture and watchdog). What a one-thread run shows is kept:
+   each block's printf output and reports are kept with the block and given, in block order,
+   when the launch ends; a block that fails stops the handing out of later blocks, and of the
+   failures the one of the lowest block in launch order is reported (what one thread reports
+   first, since it runs blocks in that order). Blocks after a failed one that were already
+   running finish, and their output is dropped: global memory after a failed launch may hold
+   their writes (it holds whatever a GPU's blocks wrote too). */
+typedef struct blockout { unsigned long long pos; outbuf b; } blockout;
+
+static struct {
+    const cuemu_launch_desc *d;
+    unsigned long long total, nbx, nby, win_first, win_count;
+    unsigned int *perm;
+    int nthreads;
+    unsigned long long next;          /* the next position to hand out (atomic) */
+    unsigned long long stop;          /* the lowest position that failed (atomic; ~0: none) */
+} L;
+
+#define MAX_HELPERS 63
+static sched_w *g_helper[MAX_HELPERS];
+
+static sched_w *worker_new(void)
 {
-    volatile int err = 0;
-    const unsigned long long win_first = g_win_first, win_count = g_win_count;
-    g_win_count = 0;
-    pthread_mutex_lock(&g_launch_mu);
-    g_launch_thread = pthread_self();
-    g_in_launch = 1;
-    g_desc = d;
-    g_warned = 0;
-    order_parse();
-    g_n = (int)(d->block.x * d->block.y * d->block.z);
-    if (pool_reserve(g_n) != 0 || dsm_prepare(d->dsmem) != 0) {
-        cuemu_diag("kernel %s at %s:%d: cannot allocate fiber stacks or shared memory",
-                   d->kernel, d->file, d->line);
-        err = cuemu_set_last_error(2 /* cudaErrorMemoryAllocation */);
-        goto out;
+    sched_w *w = (sched_w *)calloc(1, sizeof *w);
+    if (w) cuemu_access_worker_init(&w->w);
+    return w;
+}
+
+/* Keeps text with the running block's output (several host threads). kind: 'o' printf output,
+   'd' a report, 'D' the device's own words (assert), 'w' a warning (first byte: its bit). */
+static void out_add(char kind, const char *text, size_t n)
+{
+    sched_w *me = SW;
+    blockout *o = me->nout ? &me->out[me->nout - 1] : NULL;
+    if (!o || o->pos != me->pos) {
+        if (me->nout == me->capout) {
+            size_t cap = me->capout ? 2 * me->capout : 16;
+            blockout *v = (blockout *)realloc(me->out, cap * sizeof *v);
+            if (!v) return;
+            me->out = v;
+            me->capout = cap;
+        }
+        o = &me->out[me->nout++];
+        o->pos = me->pos;
+        memset(&o->b, 0, sizeof o->b);
     }
+    if (o->b.n + n + 2 > o->b.cap) {
+        size_t cap = o->b.cap ? o->b.cap : 256;
+        while (o->b.n + n + 2 > cap) cap *= 2;
+        char *p = (char *)realloc(o->b.p, cap);
+        if (!p) return;
+        o->b.p = p;
+        o->b.cap = cap;
+    }
+    o->b.p[o->b.n++] = kind;
+    memcpy(o->b.p + o->b.n, text, n);
+    o->b.n += n;
+    o->b.p[o->b.n++] = 0;
+}
+
+
+void cuemu_core_diag(const char *fmt, ...)
+{
+    char buf[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (KEEP_OUTPUT) out_add('d', buf, strlen(buf));
+    else cuemu_diag("%s", buf);
+}
+
+void cuemu_core_diag_device(const char *line)
+{
+    if (KEEP_OUTPUT) out_add('D', line, strlen(line));
+    else cuemu_diag_device(line);
+}
+
+int cuemu_printf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (!cuemu_cur || !KEEP_OUTPUT) {
+        int r = vprintf(fmt, ap);
+        va_end(ap);
+        return r;
+    }
+    char small[512];
+    va_list aq;
+    va_copy(aq, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof small) {
+        out_add('o', small, (size_t)n);
+    } else if (n >= 0) {
+        char *big = (char *)malloc((size_t)n + 1);
+        if (big) {
+            vsnprintf(big, (size_t)n + 1, fmt, aq);
+            out_add('o', big, (size_t)n);
+            free(big);
+        }
+    }
+    va_end(aq);
+    return n;
+}
+
+static int out_cmp(const void *a, const void *b)
+{
+    unsigned long long x = (*(blockout *const *)a)->pos, y = (*(blockout *const *)b)->pos;
+    return x < y ? -1 : x > y;
+}
+
+/* Gives the kept output of the blocks up to position `stop`, in block order, and forgets all. */
+static void out_replay(sched_w **ws, int nw, unsigned long long stop)
+{
+    size_t total = 0, k = 0;
+    for (int i = 0; i < nw; i++) if (ws[i]) total += ws[i]->nout;
+    blockout **all = total ? (blockout **)malloc(total * sizeof *all) : NULL;
+    for (int i = 0; i < nw && all; i++)
+        for (size_t j = 0; ws[i] && j < ws[i]->nout; j++)
+            if (ws[i]->out[j].pos <= stop) all[k++] = &ws[i]->out[j];
+    if (all) qsort(all, k, sizeof *all, out_cmp);
+    unsigned warned = 0;
+    for (size_t i = 0; i < k; i++) {
+        const char *p = all[i]->b.p, *end = p + all[i]->b.n;
+        while (p < end) {
+            char kind = *p++;
+            const char *text = p;
+            p += strlen(p) + 1;
+            if (kind == 'o') {
+                fputs(text, stdout);
+            } else if (kind == 'd') {
+                cuemu_diag("%s", text);
+            } else if (kind == 'D') {
+                cuemu_diag_device(text);
+            } else if (kind == 'w') {
+                unsigned bit = 1u << (unsigned)(text[0] - 'A');
+                if (!(warned & bit)) cuemu_diag("warning: %s", text + 1);
+                warned |= bit;
+            }
+        }
+    }
+    free(all);
+    for (int i = 0; i < nw; i++) {
+        for (size_t j = 0; ws[i] && j < ws[i]->nout; j++) free(ws[i]->out[j].b.p);
+        if (ws[i]) ws[i]->nout = 0;
+    }
+}
+
+/* The host threads a launch of `blocks` blocks of `per_block` threads runs on. */
+static int threads_for(unsigned long long blocks, unsigned long long per_block)
+{
+#if defined(CUEMU_ASAN) || defined(CUEMU_TSAN)
+    /* the sanitizers are told of one launcher's fibers (see jump_to_launcher) */
+    (void)blocks; (void)per_block;
+    return 1;
+#else
+    static int cores;
+    if (!cores) {
+        cpu_set_t set;
+        cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+        if (cores < 1) cores = 1;
+    }
+    int n = env_int("CUEMU_THREADS", cores);
+    if (n > MAX_HELPERS + 1) n = MAX_HELPERS + 1;
+    /* the memory-access profile counts in one table, in block order */
+    if (n <= 1 || cuemu_access_observer) return 1;
+    /* a small launch costs less on one thread than starting others */
+    if (blocks < 2 || blocks * per_block < 4096) return 1;
+    if ((unsigned long long)n > blocks) n = (int)blocks;
+    return n;
+#endif
+}
+
+static void record_failure(int err, int sticky)
+{
+    sched_w *me = SW;
+    me->failed = 1;
+    me->fail_err = err;
+    me->fail_sticky = sticky;
+    me->fail_pos = me->pos;
+    unsigned long long cur = __atomic_load_n(&L.stop, __ATOMIC_RELAXED);
+    while (me->pos < cur &&
+           !__atomic_compare_exchange_n(&L.stop, &cur, me->pos, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
+    }
+}
+
+/* Runs blocks of the launch L on this host thread (cuemu_w: its record, set up) until none
+   is left or one failed; a failure is kept in the record, its report with the block's output
+   (several host threads) or given at once (one). */
+static __attribute__((noinline)) void worker_run(void)
+{
+    const cuemu_launch_desc *d = L.d;
+    worker_signals_on();
+    if (sigsetjmp(g_jb, 1)) {
+#ifdef CUEMU_ASAN
+        __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
+#endif
+        worker_signals_off();
+        g_jb_armed = 0;
+        lazy_settle();                   /* the reports read every thread's state */
+        g_fault_block = cuemu_block_idx;
+        cuemu_cur = NULL;
+        int sticky = 1, err;
+        if (g_abort_err) {
+            if (g_abort_msg[0]) cuemu_core_diag("%s", g_abort_msg);   /* "": said already (assert.c) */
+            err = g_abort_err;
+            sticky = g_abort_sticky;
+            g_abort_err = 0;
+        } else
+            err = report_fault();
+        record_failure(err, sticky);
+        return;
+    }
+    g_jb_armed = 1;
+    for (;;) {
+        unsigned long long k = __atomic_fetch_add(&L.next, 1, __ATOMIC_RELAXED);
+        if (k >= L.total || k > __atomic_load_n(&L.stop, __ATOMIC_RELAXED)) break;
+        unsigned long long b = g_order_mode == 1 ? L.total - 1 - k : L.perm ? L.perm[k] : k;
+        if (L.win_count && (b < L.win_first || b - L.win_first >= L.win_count)) continue;
+        SW->pos = k;
+        cuemu_block_idx.x = (unsigned)(b % L.nbx);
+        cuemu_block_idx.y = (unsigned)((b / L.nbx) % L.nby);
+        cuemu_block_idx.z = (unsigned)(b / (L.nbx * L.nby));
+        if (g_order_mode == 2) order_fill(b);
+#ifdef CUEMU_TSAN
+        g_tsan_blockno = k;
+#endif
+        /* poison: uninitialised shared memory reads as 0xFF bytes (NaN, -1) */
+        for (size_t v = 0; v < g_nshared; v++) memset(g_shared[v].p, 0xFF, g_shared[v].n);
+        if (g_dsm_size) memset(g_dsm_base, 0xFF, g_dsm_size);
+        if (g_dsm_size & 15)
+            memset(g_dsm_base + g_dsm_size, DSM_CANARY, 16 - (g_dsm_size & 15));
+#ifdef CUEMU_TSAN
+        __tsan_release(&g_tsan_launch);          /* the poisoning precedes the block */
+#endif
+        cuemu_access_block();
+        int stuck = run_block();
+#ifdef CUEMU_TSAN
+        __tsan_acquire(&g_tsan_block[k & 1]);    /* and follows the previous one */
+#endif
+        if (stuck) {
+            g_jb_armed = 0;
+            worker_signals_off();
+            report_deadlock();
+            record_failure(E_LAUNCH_FAILURE, 1);
+            return;
+        }
+        if ((g_dsm_size & 15) && !dsm_canary_ok()) {
+            g_jb_armed = 0;
+            worker_signals_off();
+            cuemu_core_diag("dynamic shared memory overflow in kernel %s, block (%u,%u,%u): a "
+                            "write past the end of extern __shared__ '%s' (%zu bytes given at "
+                            "launch at %s:%d); launch aborted", d->kernel, cuemu_block_idx.x,
+                            cuemu_block_idx.y, cuemu_block_idx.z, g_dsm_name ? g_dsm_name : "?",
+                            g_dsm_size, d->file, d->line);
+            record_failure(E_ILLEGAL_ADDRESS, 1);
+            return;
+        }
+    }
+    g_jb_armed = 0;
+    worker_signals_off();
+}
+
+/* This host thread's record ready for the launch L: 0, or -1 when its stacks or shared memory
+   cannot be had. */
+static __attribute__((noinline)) int worker_setup(int mt)
+{
+    const cuemu_launch_desc *d = L.d;
+    SW->w.pub.mt = mt;
+    SW->failed = 0;
+    g_warned = 0;
+    g_n = (int)(d->block.x * d->block.y * d->block.z);
+    if (pool_reserve(g_n) != 0 || dsm_prepare(d->dsmem) != 0) return -1;
     cuemu_block_dim = d->block;
     cuemu_grid_dim = d->grid;
     cuemu_access_launch(d, g_dsm_base, g_dsm_size, NULL);
@@ -1387,6 +1779,72 @@ int cuemu_launch_run(const cuemu_launch_desc *d)
         t->pub.lane = (unsigned)i & 31;
         t->pub.warp = (unsigned)i >> 5;
     }
+    if (g_order_mode != 2) order_fill(0);
+    return 0;
+}
+
+/* From here on cuemu_w changes: it is read as memory, in order with its stores. What these
+   functions call with a fixed read (worker_setup, worker_run, order_parse) is not inlined. */
+#undef SW
+#undef cuemu_cur
+#define SW ((sched_w *)cuemu_w)
+#define cuemu_cur (cuemu_w->cur)
+
+/* A helper host thread of a launch: runs blocks with record g_helper[i]. Its copies of the
+   __shared__ variables die with it, so its record forgets them at the end. */
+static void *helper_main(void *arg)
+{
+    sched_w *me = (sched_w *)arg;
+    cuemu_w = &me->w.pub;
+    if (worker_setup(1) == 0) worker_run();
+    cuemu_access_launch_end();
+    g_nshared = 0;
+    me->w.nreg = 0;
+    cuemu_cur = NULL;
+    g_dsm_base = NULL;
+    me->w.pub.mt = 0;
+    cuemu_w = &g_idle.w.pub;
+    return NULL;
+}
+
+int cuemu_launch_run(const cuemu_launch_desc *d)
+{
+    int err = 0;
+    const unsigned long long win_first = g_win_first, win_count = g_win_count;
+    g_win_count = 0;
+    pthread_mutex_lock(&g_launch_mu);
+    g_launch_thread = pthread_self();
+    g_in_launch = 1;
+    g_desc = d;
+    if (!t_self) t_self = worker_new();
+    if (!t_self) {
+        cuemu_diag("kernel %s at %s:%d: cannot allocate the scheduler's state", d->kernel,
+                   d->file, d->line);
+        err = cuemu_set_last_error(2 /* cudaErrorMemoryAllocation */);
+        g_in_launch = 0;
+        pthread_mutex_unlock(&g_launch_mu);
+        return err;
+    }
+    cuemu_w = &t_self->w.pub;
+    t_self->w.pub.mt = 0;
+    g_warned = 0;
+    order_parse();
+    memset(&L, 0, sizeof L);
+    L.d = d;
+    L.nbx = d->grid.x;
+    L.nby = d->grid.y;
+    L.total = L.nbx * L.nby * d->grid.z;
+    L.win_first = win_first;
+    L.win_count = win_count;
+    L.stop = ~0ull;
+    unsigned long long run = win_count ? (win_count < L.total ? win_count : L.total) : L.total;
+    L.nthreads = threads_for(run, (unsigned long long)d->block.x * d->block.y * d->block.z);
+    if (worker_setup(L.nthreads > 1) != 0) {
+        cuemu_diag("kernel %s at %s:%d: cannot allocate fiber stacks or shared memory",
+                   d->kernel, d->file, d->line);
+        err = cuemu_set_last_error(2 /* cudaErrorMemoryAllocation */);
+        goto out;
+    }
 #ifdef CUEMU_TSAN
     if (!g_sched_fiber) g_sched_fiber = __tsan_get_current_fiber();
 #endif
@@ -1399,98 +1857,50 @@ int cuemu_launch_run(const cuemu_launch_desc *d)
         }
     }
 #endif
+    if (g_order_mode == 2 && L.total <= (1ull << 24)) {
+        L.perm = (unsigned int *)malloc(sizeof *L.perm * L.total);
+        if (L.perm) {
+            unsigned long long s = g_seed ^ 0xA5A5A5A5ull;
+            for (unsigned long long i = 0; i < L.total; i++) L.perm[i] = (unsigned)i;
+            for (unsigned long long i = L.total - 1; i > 0; i--) {
+                unsigned long long j = rng_next(&s) % (i + 1);
+                unsigned tmp = L.perm[i]; L.perm[i] = L.perm[j]; L.perm[j] = tmp;
+            }
+        }
+    }
+#ifdef CUEMU_TSAN
+    __tsan_release(&g_tsan_launch);
+#endif
+    signals_install();
     {
-        unsigned long long nbx = d->grid.x, nby = d->grid.y;
-        unsigned long long total = nbx * nby * d->grid.z;
-        unsigned int *volatile perm = NULL;
-        if (g_order_mode == 2 && total <= (1ull << 24)) {
-            perm = (unsigned int *)malloc(sizeof *perm * total);
-            if (perm) {
-                unsigned long long s = g_seed ^ 0xA5A5A5A5ull;
-                for (unsigned long long i = 0; i < total; i++) perm[i] = (unsigned)i;
-                for (unsigned long long i = total - 1; i > 0; i--) {
-                    unsigned long long j = rng_next(&s) % (i + 1);
-                    unsigned tmp = perm[i]; perm[i] = perm[j]; perm[j] = tmp;
-                }
-            }
+        pthread_t tid[MAX_HELPERS];
+        int started[MAX_HELPERS] = { 0 };
+        int nh = L.nthreads - 1;
+        for (int i = 0; i < nh; i++) {
+            if (!g_helper[i]) g_helper[i] = worker_new();
+            /* a helper that cannot start leaves its blocks to the others */
+            if (g_helper[i]) started[i] = pthread_create(&tid[i], NULL, helper_main, g_helper[i]) == 0;
         }
-        if (g_order_mode != 2) order_fill(0);
-#ifdef CUEMU_TSAN
-        __tsan_release(&g_tsan_launch);
-#endif
-        signals_install();
-        if (sigsetjmp(g_jb, 1)) {
-#ifdef CUEMU_ASAN
-            __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
-#endif
-            signals_restore();
-            g_jb_armed = 0;
-            lazy_settle();                   /* the reports read every thread's state */
-            g_fault_block = cuemu_block_idx;
-            cuemu_cur = NULL;
-            int sticky = 1;
-            if (g_abort_err) {
-                if (g_abort_msg[0]) cuemu_diag("%s", g_abort_msg);   /* "": said already (assert.c) */
-                err = g_abort_err;
-                sticky = g_abort_sticky;
-                g_abort_err = 0;
-            } else
-                err = report_fault();
-            if (sticky) cuemu_set_sticky_error(err);
-            else cuemu_set_last_error(err);
-            free(perm);
-            goto out;
-        }
-        g_jb_armed = 1;
-        for (unsigned long long k = 0; k < total; k++) {
-            unsigned long long b = g_order_mode == 1 ? total - 1 - k : perm ? perm[k] : k;
-            if (win_count && (b < win_first || b - win_first >= win_count)) continue;
-            cuemu_block_idx.x = (unsigned)(b % nbx);
-            cuemu_block_idx.y = (unsigned)((b / nbx) % nby);
-            cuemu_block_idx.z = (unsigned)(b / (nbx * nby));
-            if (g_order_mode == 2) order_fill(b);
-#ifdef CUEMU_TSAN
-            g_tsan_blockno = k;
-#endif
-            /* poison: uninitialised shared memory reads as 0xFF bytes (NaN, -1) */
-            for (size_t v = 0; v < g_nshared; v++) memset(g_shared[v].p, 0xFF, g_shared[v].n);
-            if (g_dsm_size) memset(g_dsm_base, 0xFF, g_dsm_size);
-            if (g_dsm_size & 15)
-                memset(g_dsm_base + g_dsm_size, DSM_CANARY, 16 - (g_dsm_size & 15));
-#ifdef CUEMU_TSAN
-            __tsan_release(&g_tsan_launch);          /* the poisoning precedes the block */
-#endif
-            cuemu_access_block();
-            int stuck = run_block();
-#ifdef CUEMU_TSAN
-            __tsan_acquire(&g_tsan_block[k & 1]);    /* and follows the previous one */
-#endif
-            if (stuck) {
-                g_jb_armed = 0;
-                signals_restore();
-                report_deadlock();
-                err = E_LAUNCH_FAILURE;
-                cuemu_set_sticky_error(err);
-                free(perm);
-                goto out;
-            }
-            if ((g_dsm_size & 15) && !dsm_canary_ok()) {
-                g_jb_armed = 0;
-                signals_restore();
-                cuemu_diag("dynamic shared memory overflow in kernel %s, block (%u,%u,%u): a "
-                           "write past the end of extern __shared__ '%s' (%zu bytes given at "
-                           "launch at %s:%d); launch aborted", d->kernel, cuemu_block_idx.x,
-                           cuemu_block_idx.y, cuemu_block_idx.z, g_dsm_name ? g_dsm_name : "?",
-                           g_dsm_size, d->file, d->line);
-                err = E_ILLEGAL_ADDRESS;
-                cuemu_set_sticky_error(err);
-                free(perm);
-                goto out;
-            }
-        }
-        g_jb_armed = 0;
+        worker_run();
+        for (int i = 0; i < nh; i++)
+            if (started[i]) pthread_join(tid[i], NULL);
         signals_restore();
-        free(perm);
+        sched_w *ws[MAX_HELPERS + 1];
+        int nw = 0;
+        ws[nw++] = t_self;
+        for (int i = 0; i < nh; i++) ws[nw++] = started[i] ? g_helper[i] : NULL;
+        unsigned long long stop = __atomic_load_n(&L.stop, __ATOMIC_RELAXED);
+        cuemu_w = &t_self->w.pub;
+        if (L.nthreads > 1) out_replay(ws, nw, stop);
+        for (int i = 0; i < nw; i++) {
+            if (!ws[i] || !ws[i]->failed || ws[i]->fail_pos != stop) continue;
+            err = ws[i]->fail_err;
+            if (ws[i]->fail_sticky) cuemu_set_sticky_error(err);
+            else cuemu_set_last_error(err);
+            break;
+        }
+        free(L.perm);
+        L.perm = NULL;
     }
 out:
     cuemu_access_launch_end();
@@ -1517,6 +1927,8 @@ out:
 #endif
     cuemu_cur = NULL;
     g_dsm_base = NULL;
+    t_self->w.pub.mt = 0;
+    cuemu_w = &g_idle.w.pub;
     g_in_launch = 0;
     pthread_mutex_unlock(&g_launch_mu);
     return err;
@@ -1529,7 +1941,7 @@ unsigned cuemu_block_gen(void)
 
 void cuemu_device_error(int err, const char *file, int line, const char *what)
 {
-    cuemu_diag("%s at %s:%d", what, file, line);
+    cuemu_core_diag("%s at %s:%d", what, file, line);
     cuemu_set_sticky_error(err);
 }
 

@@ -35,11 +35,12 @@ struct pipe_state {
     std::vector<pipe_copy> pending;
 };
 
-/* This thread's pending copies. One block runs at a time, so a slot per thread of a block. */
+/* This thread's pending copies. One block runs at a time on each host thread, so a slot per
+   thread of a block, per host thread. */
 inline pipe_state &pipe_self()
 {
-    static pipe_state states[1024];
-    pipe_state &s = states[::cuemu_cur->linear];
+    static thread_local pipe_state states[1024];
+    pipe_state &s = states[cuemu_cur->linear];
     unsigned gen = ::cuemu_block_gen();
     if (s.gen != gen) {
         s.gen = gen;
@@ -53,7 +54,7 @@ inline void pipeline_memcpy_async(const char *file, int line, void *dst_shared,
                                   const void *src_global, size_t size_and_align,
                                   size_t zfill = 0)
 {
-    if (::cuemu_cur == nullptr) {
+    if (cuemu_cur == nullptr) {
         ::cuemu_device_error(cudaErrorInvalidDeviceFunction, file, line,
                              "__pipeline_memcpy_async called outside a kernel");
         return;
@@ -85,14 +86,14 @@ inline void pipeline_memcpy_async(const char *file, int line, void *dst_shared,
 
 inline void pipeline_commit()
 {
-    if (::cuemu_cur != nullptr)
+    if (cuemu_cur != nullptr)
         pipe_self().committed++;
 }
 
 /* Lands every copy of the batches committed before the newest `prior` ones. */
 inline void pipeline_wait_prior(size_t prior)
 {
-    if (::cuemu_cur == nullptr)
+    if (cuemu_cur == nullptr)
         return;
     pipe_state &s = pipe_self();
     size_t kept = 0;

@@ -6,8 +6,9 @@
  * core asks the runtime for what it needs through cuemu_internal.h; the runtime uses nothing
  * of the core but this header.
  *
- * Threads of a block are fibers on the launching OS thread and blocks run one after another,
- * so "the current thread" is one global pointer and every atomic is trivially atomic.
+ * Threads of a block are fibers on one host thread; the blocks of a launch run one after
+ * another on the launching thread, or spread over several host threads (CUEMU_THREADS), so
+ * "the current thread" is per host thread (cuemu_w).
  * Hidden visibility: each chapter library links its own copy of the core, and the globals
  * are then reached without a GOT indirection (threadIdx is read in every kernel line).
  */
@@ -37,12 +38,60 @@ typedef struct cuemu_thread_pub {
     unsigned int warp;         /* linear / 32                                */
 } cuemu_thread_pub;
 
-extern CUEMU_HIDDEN cuemu_thread_pub *cuemu_cur;          /* NULL outside a kernel */
-/* threadIdx: cuemu_cur->idx, copied by the core whenever cuemu_cur changes. Read from a global
-   rather than through cuemu_cur, it stays in a register between calls, with no alignment check
-   of the pointer and, in the clang build, no load hook for it. */
-extern CUEMU_HIDDEN struct uint3 cuemu_tidx;
-extern CUEMU_HIDDEN struct uint3 cuemu_block_idx, cuemu_block_dim, cuemu_grid_dim;
+/* What kernel code reads of the host thread it runs on. A launch may spread its blocks over
+   several host threads (CUEMU_THREADS), each running its blocks' threads as fibers, so this is
+   per host thread: one thread-local pointer, to the worker's own record while it runs a launch
+   and to an idle record (cur NULL) otherwise. Not initial-exec: a module with any initial-exec
+   variable gets its whole TLS block (its thread_local __shared__ arrays too) from the few
+   hundred bytes of static TLS a dlopened library can have ("cannot allocate memory in static
+   TLS block"). Hidden, it is local-dynamic: one __tls_get_addr per function that reads it. */
+struct cuemu_tls {
+    cuemu_thread_pub *cur;     /* NULL outside a kernel */
+    /* threadIdx: cur->idx, copied by the core whenever cur changes. Read as a field rather
+       than through cur, it stays in a register between calls, with no alignment check of the
+       pointer and, in the clang build, no load hook for it. */
+    struct uint3 tidx;
+    struct uint3 block_idx, block_dim, grid_dim;
+    int atomic_depth;          /* > 0 while an atomic runs: its accesses are not races */
+    int mt;                    /* 1: this launch runs on several host threads (real atomics) */
+};
+extern CUEMU_HIDDEN __thread struct cuemu_tls *cuemu_w;
+/* cuemu_w's value, read by an instruction of its own: in the clang build a plain read would
+   be an 8-byte load with a load hook and an alignment check on the pointer, in every line that
+   reads threadIdx. The "m" operand keeps it an ordinary read of that memory (again after a
+   call, never from a register kept across one). */
+static inline __attribute__((always_inline)) struct cuemu_tls *cuemu_w_now(void)
+{
+    struct cuemu_tls *p;
+#if defined(__x86_64__)
+    __asm__("movq %1, %0" : "=r"(p) : "m"(cuemu_w));
+#elif defined(__aarch64__)
+    __asm__("ldr %0, %1" : "=r"(p) : "m"(cuemu_w));
+#else
+    p = cuemu_w;
+#endif
+    return p;
+}
+/* One int field of it, read the same way (the atomics' cuemu_w->mt). */
+static inline __attribute__((always_inline)) int cuemu_w_int(size_t offset)
+{
+    int v;
+    const int *a = (const int *)(const void *)((const char *)cuemu_w_now() + offset);
+#if defined(__x86_64__)
+    __asm__("movl %1, %0" : "=r"(v) : "m"(*a));
+#elif defined(__aarch64__)
+    __asm__("ldr %w0, %1" : "=r"(v) : "m"(*a));
+#else
+    v = *a;
+#endif
+    return v;
+}
+#define cuemu_cur          (cuemu_w_now()->cur)
+#define cuemu_tidx         (cuemu_w_now()->tidx)
+#define cuemu_block_idx    (cuemu_w_now()->block_idx)
+#define cuemu_block_dim    (cuemu_w_now()->block_dim)
+#define cuemu_grid_dim     (cuemu_w_now()->grid_dim)
+#define cuemu_atomic_depth (cuemu_w_now()->atomic_depth)
 
 /* One launch, as the launch template hands it over. */
 struct cuemu_launch_desc {
@@ -129,8 +178,6 @@ void     cuemu_yield(void);
    poisoned now and before every later block. */
 void cuemu_shared_register(void *p, size_t n);
 void cuemu_shared_register_named(void *p, size_t n, const char *name);
-/* > 0 while an atomic runs: its accesses are not races */
-extern CUEMU_HIDDEN int cuemu_atomic_depth;
 
 /* Base of this launch's dynamic shared memory; name is the extern __shared__ variable. */
 void *cuemu_dyn_smem(const char *name);
@@ -138,6 +185,10 @@ void *cuemu_dyn_smem(const char *name);
 /* Changes at every block the core starts (never 0): per-thread state a device header keeps
    (the pipeline primitives' pending copies) is stale when it was made under another value. */
 unsigned cuemu_block_gen(void);
+
+/* printf in a kernel (the device header's printf): the C library's, or, while a launch runs on
+   several host threads, kept with the block and printed in block order when the launch ends. */
+int cuemu_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Reports a device-side problem that is not a fault (e.g. a kernel launched from a kernel). */
 void cuemu_device_error(int err, const char *file, int line, const char *what);

@@ -3,9 +3,10 @@
  * cuemu_device.h: the device side of CUDA for the host compiler.
  *
  * Included at the end of the emulator's cuda_runtime.h, which is force-included into every
- * emulated compile (C++ only). Qualifiers become nothing (`static` for __shared__), the
- * built-in variables read the current fiber, and barriers and warp operations call into the
- * core (emu/core/sched.c) with their source line, so a deadlock report can name it. The
+ * emulated compile (C++ only). Qualifiers become nothing (`static thread_local` for
+ * __shared__), the built-in variables read the current fiber, and barriers and warp operations
+ * call into the core (emu/core/sched.c) with their source line, so a deadlock report can name
+ * it. The
  * rewriter (emu/rewrite/) turns `k<<<g, b, s, st>>>(args)` into a call of cuemu::launch.
  */
 #ifndef CUEMU_DEVICE_H
@@ -48,11 +49,12 @@
 #define __align__(n) __attribute__((aligned(n)))
 #define __builtin_align__(n) __attribute__((aligned(n)))
 #define __grid_constant__
-/* One block runs at a time, so static storage is that block's shared memory. The rewriter
-   turns each `__shared__` declaration into `static` plus a cuemu::shared_reg, so the core can
+/* One block runs at a time on each host thread (a launch may use several: CUEMU_THREADS), so
+   thread-local static storage is that block's shared memory. The rewriter turns each
+   `__shared__` declaration into `static thread_local` plus a cuemu::shared_reg, so the core can
    poison the variable (0xFF bytes: NaN, -1) before every block; this macro is the fallback for
    a __shared__ the rewriter cannot see (one made by a macro), which is then not poisoned. */
-#define __shared__ static
+#define __shared__ static thread_local
 
 // ---- vector types ---------------------------------------------------------------------------
 struct dim3 {
@@ -118,24 +120,32 @@ static inline uint3 make_uint3(unsigned int x, unsigned int y, unsigned int z)
 #pragma clang diagnostic ignored "-Wbit-int-extension"
 namespace cuemu {
 typedef unsigned _BitInt(96) builtin_bits;
-static inline __attribute__((always_inline)) uint3 builtin(const uint3 &v)
+/* the field at `offset` of this host thread's record (cuemu_core.h), with no member access the
+   alignment check would test */
+static inline __attribute__((always_inline)) uint3 builtin(size_t offset)
 {
     static_assert(sizeof(uint3) == 12, "uint3 is three unsigned ints");
     builtin_bits w;
-    std::memcpy(&w, &v, sizeof v);
+    std::memcpy(&w, (const char *)cuemu_w_now() + offset, sizeof(uint3));
     return uint3{(unsigned)w, (unsigned)(w >> 32), (unsigned)(w >> 64)};
 }
 }  // namespace cuemu
 #pragma clang diagnostic pop
-#define threadIdx (::cuemu::builtin(::cuemu_tidx))
-#define blockIdx  (::cuemu::builtin(::cuemu_block_idx))
-#define blockDim  (::cuemu::builtin(::cuemu_block_dim))
-#define gridDim   (::cuemu::builtin(::cuemu_grid_dim))
+#define threadIdx (::cuemu::builtin(offsetof(struct cuemu_tls, tidx)))
+#define blockIdx  (::cuemu::builtin(offsetof(struct cuemu_tls, block_idx)))
+#define blockDim  (::cuemu::builtin(offsetof(struct cuemu_tls, block_dim)))
+#define gridDim   (::cuemu::builtin(offsetof(struct cuemu_tls, grid_dim)))
 #else
-#define threadIdx (static_cast<const uint3 &>(::cuemu_tidx))
-#define blockIdx  (static_cast<const uint3 &>(::cuemu_block_idx))
-#define blockDim  (static_cast<const uint3 &>(::cuemu_block_dim))
-#define gridDim   (static_cast<const uint3 &>(::cuemu_grid_dim))
+namespace cuemu {
+static inline __attribute__((always_inline)) const uint3 &builtin(size_t offset)
+{
+    return *(const uint3 *)(const void *)((const char *)cuemu_w_now() + offset);
+}
+}  // namespace cuemu
+#define threadIdx (::cuemu::builtin(offsetof(struct cuemu_tls, tidx)))
+#define blockIdx  (::cuemu::builtin(offsetof(struct cuemu_tls, block_idx)))
+#define blockDim  (::cuemu::builtin(offsetof(struct cuemu_tls, block_dim)))
+#define gridDim   (::cuemu::builtin(offsetof(struct cuemu_tls, grid_dim)))
 #endif
 constexpr int warpSize = 32;
 
@@ -190,7 +200,11 @@ static inline T shfl_at(int kind, const char *file, int line, unsigned mask, T v
 }
 }  // namespace cuemu
 
-// ---- atomics: fibers of one OS thread never interleave inside these -------------------------
+// ---- atomics ------------------------------------------------------------------------------------
+/* The fibers of one host thread never interleave inside these; while a launch runs on several
+   host threads (cuemu_w->mt), blocks on other host threads may touch the same global memory,
+   and the update is a compare-and-swap loop (one branch, settled the same way every time, on
+   one host thread). The plain load comes first either way: the access checks see it. */
 #if defined(__SANITIZE_THREAD__)
 /* TSan build: make consecutive atomics on one address ordered, so only plain accesses that
    race with them (or each other) are reported */
@@ -212,7 +226,14 @@ extern "C" void __tsan_release(void *addr);
         cuemu_atomic_depth++;                                                            \
         CUEMU_ACCESS_FENCE();                                                            \
         T old = *address;                                                                \
-        *address = (EXPR);                                                               \
+        if (__builtin_expect(cuemu_w_int(offsetof(struct cuemu_tls, mt)), 0)) {         \
+            T nv;                                                                        \
+            do nv = (EXPR);                                                              \
+            while (!__atomic_compare_exchange(address, &old, &nv, false,                 \
+                                              __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));      \
+        } else {                                                                         \
+            *address = (EXPR);                                                           \
+        }                                                                                \
         CUEMU_ACCESS_FENCE();                                                            \
         cuemu_atomic_depth--;                                                            \
         CUEMU_TSAN_REL(address);                                                         \
@@ -254,14 +275,19 @@ CUEMU_ATOMIC(atomicDec, unsigned int, (old == 0u || old > val) ? val : old - 1u)
     static inline T atomicCAS(T *address, T compare, T val) \
     { CUEMU_TSAN_ACQ(address); cuemu_atomic_depth++; CUEMU_ACCESS_FENCE();              \
       T old = *address;                                                                  \
-      if (old == compare) *address = val;                                                \
+      if (__builtin_expect(cuemu_w_int(offsetof(struct cuemu_tls, mt)), 0)) {           \
+          old = compare;                                                                 \
+          __atomic_compare_exchange_n(address, &old, val, false, __ATOMIC_SEQ_CST,       \
+                                      __ATOMIC_SEQ_CST);                                 \
+      } else if (old == compare) *address = val;                                         \
       CUEMU_ACCESS_FENCE(); cuemu_atomic_depth--; CUEMU_TSAN_REL(address); return old; }
 CUEMU_CAS(int)
 CUEMU_CAS(unsigned int)
 CUEMU_CAS(unsigned long long)
 CUEMU_CAS(unsigned short)
 #undef CUEMU_CAS
-/* scoped variants: one device, one OS thread, so every scope is the same */
+/* scoped variants: one device; the block's threads share one host thread, and the device-wide
+   forms are atomic across host threads: every scope is the device's */
 #define atomicAdd_block atomicAdd
 #define atomicAdd_system atomicAdd
 #define atomicSub_block atomicSub
@@ -284,6 +310,12 @@ CUEMU_CAS(unsigned short)
 #define atomicOr_system atomicOr
 #define atomicXor_block atomicXor
 #define atomicXor_system atomicXor
+
+/* printf in a kernel: in block order when a launch runs on several host threads (its output is
+   kept with the block until the launch ends); the C library's printf otherwise. <cstdio>,
+   included above, would undefine the macro if it came later. */
+#define printf(...) cuemu_printf(__VA_ARGS__)
+namespace std { using ::cuemu_printf; }
 
 /* a trap faults like a GPU's (the launch fails with cudaErrorIllegalInstruction) */
 static inline void __trap() { __builtin_trap(); }
@@ -453,12 +485,13 @@ static inline long long clock64()
 }
 /* clock() is the C library's in host code and the cycle counter in a kernel (where CUDA's
    device clock() is one): the same name serves both in a .cu file. */
-static inline clock_t cuemu_clock() { return ::cuemu_cur ? (clock_t)clock64() : ::clock(); }
+static inline clock_t cuemu_clock() { return cuemu_cur ? (clock_t)clock64() : ::clock(); }
 namespace std { using ::cuemu_clock; }
 #define clock() cuemu_clock()
 
 // ---- static shared memory registration (the rewriter's addition after `__shared__ T x;`) -----
 namespace cuemu {
+/* thread_local (the rewriter's declaration): each host thread registers its own copy. */
 struct shared_reg {
     shared_reg(void *p, size_t n) { cuemu_shared_register(p, n); }
     shared_reg(void *p, size_t n, const char *name) { cuemu_shared_register_named(p, n, name); }

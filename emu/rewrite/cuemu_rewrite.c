@@ -13,7 +13,8 @@
  * and before each kernel declaration, a companion that tells a launch the kernel's parameter
  * types (see kernel_companion):
  *
- *   __shared__ T name[N];           ->  static T name[N]; static ::cuemu::shared_reg r(name);
+ *   __shared__ T name[N];           ->  static thread_local T name[N];
+ *                                       static thread_local ::cuemu::shared_reg r(name);
  *   template <..> __global__ void k(P)  ->  template <..> auto cuemu_kfn_k(P) -> void (*)(P);
  *                                           template <..> __global__ void k(P)
  *
@@ -544,7 +545,8 @@ static size_t rewrite_static_shared(size_t sh)
     for (size_t k = b; k < sh; k++)
         if (word_at(k, "static")) has_static = 1;
     if (semi >= n) die("%s:%d: __shared__ declaration without ';'", in_path, line_of(sh));
-    fputs(has_static ? "" : "static", out);
+    /* thread_local: each host thread running blocks of a launch has its own copy */
+    fputs(has_static ? "thread_local" : "static thread_local", out);
     fwrite(src + sh + 10, 1, semi + 1 - (sh + 10), out);
     /* the declarators: split at top-level commas; each name is the last identifier before
        its first top-level '[', '=' or '{' (or before the end) */
@@ -569,7 +571,7 @@ static size_t rewrite_static_shared(size_t sh)
         size_t ne = skip_ws_back(stop ? stop : end), nb = ne;
         while (nb > start && is_id(src[nb - 1])) nb--;
         if (nb < ne) {
-            fprintf(out, " static ::cuemu::shared_reg cuemu_shared_reg_%.*s_%d("
+            fprintf(out, " static thread_local ::cuemu::shared_reg cuemu_shared_reg_%.*s_%d("
                     "__builtin_addressof(%.*s), sizeof(%.*s), \"%.*s\");", (int)(ne - nb), src + nb,
                     line_of(sh), (int)(ne - nb), src + nb, (int)(ne - nb), src + nb,
                     (int)(ne - nb), src + nb);

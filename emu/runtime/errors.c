@@ -16,7 +16,7 @@
 
 #include "rt_internal.h"
 
-static pthread_mutex_t rt_mu;
+static pthread_mutex_t rt_mu, rt_mt_mu;
 static pthread_once_t rt_mu_once = PTHREAD_ONCE_INIT;
 
 /* Recursive, because a runtime call may reach another (cudaFree -> the pool). */
@@ -26,15 +26,19 @@ static void rt_mu_init(void)
     pthread_mutexattr_init(&a);
     pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
     pthread_mutex_init(&rt_mu, &a);
+    pthread_mutex_init(&rt_mt_mu, &a);
     pthread_mutexattr_destroy(&a);
 }
 
+/* A launch spread over several host threads (CUEMU_THREADS) runs while its launcher holds
+   rt_mu (the queue that runs it does): its host threads (cuemu_w->mt, the launcher among them)
+   take rt_mt_mu among themselves instead, and every other host thread still waits for rt_mu. */
 void rt_lock(void)
 {
     pthread_once(&rt_mu_once, rt_mu_init);
-    pthread_mutex_lock(&rt_mu);
+    pthread_mutex_lock(cuemu_w->mt ? &rt_mt_mu : &rt_mu);
 }
-void rt_unlock(void) { pthread_mutex_unlock(&rt_mu); }
+void rt_unlock(void) { pthread_mutex_unlock(cuemu_w->mt ? &rt_mt_mu : &rt_mu); }
 
 /* The runtime is C, but also builds as C++ (a test may compile everything with g++ -x c++). */
 #ifdef __cplusplus

@@ -409,9 +409,15 @@ int rt_dev_fault(const void *addr, rt_block **out)
     int r = 0;
     rt_lock();
     rt_block *b = rt_registry_find(addr);
-    if (b && closable(b) && !b->dev_open && (const char *)addr >= b->data &&
+    /* a kernel thread's fault is device work on whichever host thread runs it (a launch may
+       spread its blocks over several: CUEMU_THREADS) */
+    int device_work = dev_depth > 0 || cuemu_cur;
+    if (b && closable(b) && b->dev_open && device_work && (const char *)addr >= b->data &&
         (const char *)addr < b->data + b->data_len) {
-        if (dev_depth > 0) {
+        r = 1;          /* another host thread of the launch opened it meanwhile: retry */
+    } else if (b && closable(b) && !b->dev_open && (const char *)addr >= b->data &&
+        (const char *)addr < b->data + b->data_len) {
+        if (device_work) {
             if (rt_ndev() > 1) peer_check(b, (const char *)addr);
             r = dev_open_block(b) == 0 ? 1 : 0;
         } else {
