@@ -15,7 +15,8 @@
  *     call") returns TUT_ERR_NEWER_CUDA, which Python raises as a skip: "needs CUDA 13.0 (built
  *     with 12.4)". A test of such a call cannot run on 12.x, so it must neither pass nor fail.
  *
- * The emulator's cuda_runtime.h is CUDA 13's API (CUDART_VERSION 13000): nothing here applies.
+ * The emulator's cuda_runtime.h is CUDA 13's API (CUDART_VERSION 13000): nothing here applies
+ * unless TUT_HAS_CUDA13=0 is forced.
  */
 #ifndef TUT_CUDA_COMPAT_H
 #define TUT_CUDA_COMPAT_H
@@ -26,7 +27,8 @@
 #error "the course needs the CUDA toolkit 12.4 or newer (nvcc --version); or the emulator: make BACKEND=cpu"
 #endif
 
-/* -DTUT_HAS_CUDA13=0 builds the 12.x side with a 13 toolkit or the emulator (its test does). */
+/* -DTUT_HAS_CUDA13=0 builds the 12.x side with 13's headers: make platforms ONLY=cuda12 runs
+   chapter 10 built so on the emulator. */
 #ifndef TUT_HAS_CUDA13
 #define TUT_HAS_CUDA13 (CUDART_VERSION >= 13000)
 #endif
