@@ -927,19 +927,25 @@ static void locate(void *const *frames, int n, char *out, size_t outsz)
         if (di.dli_fbase == (void *)0x400000) off = (uintptr_t)pc - (i > 0 ? 1 : 0);
         if (strstr(di.dli_fname, "libc.so") || strstr(di.dli_fname, "libstdc++")) continue;
         char cmd[1400], line[1024] = "";
-        snprintf(cmd, sizeof cmd, "addr2line -e '%s' 0x%lx 2>/dev/null", di.dli_fname,
+        /* -i: the functions inlined at pc too, innermost first: an atomic (the device
+           header's, inlined into the kernel) faults in the header, called from the
+           student's line, which the next frame (the kernel's caller) would not name */
+        snprintf(cmd, sizeof cmd, "addr2line -i -e '%s' 0x%lx 2>/dev/null", di.dli_fname,
                  (unsigned long)off);
         FILE *p = popen(cmd, "r");
         if (!p) break;
-        if (!fgets(line, sizeof line, p)) line[0] = 0;
+        int found = 0;
+        while (!found && fgets(line, sizeof line, p)) {
+            line[strcspn(line, "\r\n")] = 0;
+            char *disc = strstr(line, " (discriminator");
+            if (disc) *disc = 0;
+            found = !(!line[0] || line[0] == '?' || strstr(line, ":?") || strstr(line, ":0")
+                      || strstr(line, "cuemu_") || strstr(line, "emu/include/")
+                      || strstr(line, "emu/core/") || strstr(line, "/usr/include/")
+                      || strstr(line, "/c++/"));
+        }
         pclose(p);
-        line[strcspn(line, "\r\n")] = 0;
-        char *disc = strstr(line, " (discriminator");
-        if (disc) *disc = 0;
-        if (!line[0] || line[0] == '?' || strstr(line, ":?") || strstr(line, ":0")
-            || strstr(line, "cuemu_") || strstr(line, "emu/include/")
-            || strstr(line, "emu/core/") || strstr(line, "/usr/include/")
-            || strstr(line, "/c++/")) {
+        if (!found) {
             if (i == 0 && di.dli_sname)
                 snprintf(out, outsz, "%s+0x%lx", di.dli_sname,
                          (unsigned long)((uintptr_t)pc - (uintptr_t)di.dli_saddr));
@@ -1669,6 +1675,7 @@ static struct {
     unsigned long long k, nk;         /* the cluster running (launch order), and how many */
     unsigned long long ncx, ncy;      /* clusters in x and y */
     int turn;                         /* the rank that runs */
+    int ready;                        /* host threads set up (shared memory known, closed) */
     int abort;                        /* a block failed: every other one stops */
     unsigned phase;                   /* cluster.sync() phase */
     int state[MAX_CLUSTER];
@@ -1677,8 +1684,8 @@ static struct {
     int sline[MAX_CLUSTER];
     int order[MAX_CLUSTER];           /* order[pos]: the rank that runs pos-th */
     sched_w *w[MAX_CLUSTER];          /* the host thread of each rank */
-} CL = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 1, { 1, 1, 1 }, 0, 0, 0, 0, 0,
-         0, 0, { 0 }, { 0 }, { 0 }, { 0 }, { 0 }, { 0 } };
+} CL = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .C = 1,
+         .dim = { 1, 1, 1 } };
 
 static sched_w *worker_new(void)
 {
@@ -2109,6 +2116,13 @@ static __attribute__((noinline)) void cluster_worker_run(void)
     }
     g_jb_armed = 1;
     const int r = SW->crank;
+    /* no block runs before every rank's shared memory is where map_shared_rank looks, and
+       closed */
+    pthread_mutex_lock(&CL.mu);
+    CL.ready++;
+    pthread_cond_broadcast(&CL.cv);
+    while (!CL.abort && CL.ready < CL.C) pthread_cond_wait(&CL.cv, &CL.mu);
+    pthread_mutex_unlock(&CL.mu);
     for (unsigned long long k = 0; k < CL.nk; k++) {
         pthread_mutex_lock(&CL.mu);
         while (!CL.abort && !(CL.k == k && CL.turn == r)) pthread_cond_wait(&CL.cv, &CL.mu);
@@ -2380,6 +2394,7 @@ int cuemu_launch_run(const cuemu_launch_desc *d)
         CL.nk = L.total / (unsigned long long)CL.C;
         CL.k = 0;
         CL.abort = 0;
+        CL.ready = 0;
         CL.phase = 0;
         for (int i = 0; i < CL.C; i++) CL.state[i] = C_WAIT;
         cluster_order_fill(0);
