@@ -291,9 +291,23 @@ static void cluster_registration(size_t start, size_t name, size_t name_end, siz
     size_t cd = 0;
     for (size_t i = start; i < name; i++)
         if (src[i] == '_' && word_at(i, "__cluster_dims__")) { cd = i; break; }
+    /* or just before the specifiers: `__cluster_dims__(2, 1, 1) __global__ void k(...)` */
+    size_t p = skip_ws_back(start);
+    if (!cd && p > 0 && src[p - 1] == ')' && code[p - 1]) {
+        int depth = 0;
+        size_t q = p;
+        while (q > 0) {
+            q--;
+            if (!code[q]) continue;
+            if (src[q] == ')') depth++;
+            else if (src[q] == '(' && --depth == 0) break;
+        }
+        q = skip_ws_back(q);
+        if (depth == 0 && q >= 16 && word_at(q - 16, "__cluster_dims__")) cd = q - 16;
+    }
     if (!cd || pending) return;
     size_t ao = skip_ws_fwd(cd + 16);
-    if (ao >= name || src[ao] != '(') return;
+    if (ao >= n || src[ao] != '(') return;
     size_t ac = match_close(ao), after = skip_ws_fwd(pc + 1), end;
     if (after >= n) return;
     end = src[after] == '{' ? match_close(after) + 1 : after + 1;

@@ -80,6 +80,16 @@ __global__ void __cluster_dims__(2, 1, 1) pair_kernel(int *out)
     if (threadIdx.x == 0) out[blockIdx.x] = 1;
 }
 
+namespace ns {
+/* the attribute before the specifiers, a default argument, a namespace */
+__cluster_dims__(2, 1, 1) __global__ void lead_kernel(int *out, int scale = 10)
+{
+    cg::cluster_group c = cg::this_cluster();
+    if (threadIdx.x == 0) out[blockIdx.x] = (int)(c.num_blocks() * scale + c.block_rank());
+    c.sync();
+}
+}  // namespace ns
+
 __global__ void plain_kernel(int *out)
 {
     cg::cluster_group c = cg::this_cluster();     // no cluster: every block a cluster of one
@@ -189,6 +199,10 @@ int main()
         CUDA_OK(cudaGetLastError());
         CUDA_OK(cudaMemcpy(h, d, 4 * sizeof(int), cudaMemcpyDeviceToHost));
         EXPECT(h[0] == 1 && h[1] == 1 && h[2] == 1 && h[3] == 1);
+        ns::lead_kernel<<<4, 32>>>(d);
+        CUDA_OK(cudaGetLastError());
+        CUDA_OK(cudaMemcpy(h, d, 4 * sizeof(int), cudaMemcpyDeviceToHost));
+        EXPECT(h[0] == 20 && h[1] == 21 && h[2] == 20 && h[3] == 21);
         CUDA_OK(cudaFree(d));
     }
     CUDA_OK(cudaDeviceSynchronize());
