@@ -47,7 +47,7 @@ __global__ void ring_kernel(int *next_rank, int *counts)
     c.sync();                                   // every block's `mine` is written
     int *theirs = c.map_shared_rank(&mine, (int)((r + 1) % n));
     unsigned b = blockIdx.x;
-    if (threadIdx.x == 0) next_rank[b] = *theirs;
+    if (threadIdx.x == 0) next_rank[b] = *theirs + 100 * (int)c.query_shared_rank(theirs);
     for (unsigned k = 0; k < n; k++)
         atomicAdd(c.map_shared_rank(&count, (int)k), 1);
     c.sync();                                   // every add landed, and nobody has exited
@@ -157,7 +157,7 @@ int main()
         CUDA_OK(cudaMemcpy(next, d_next, sizeof next, cudaMemcpyDeviceToHost));
         CUDA_OK(cudaMemcpy(counts, d_counts, sizeof counts, cudaMemcpyDeviceToHost));
         for (int b = 0; b < nb; b++) {
-            EXPECT_EQ_INT(next[b], (b % 4 + 1) % 4);
+            EXPECT_EQ_INT(next[b], (b % 4 + 1) % 4 * 101);   // its value, and whose it is
             EXPECT_EQ_INT(counts[b], 4 * threads);      // every thread of the cluster added 1
         }
         CUDA_OK(cudaFree(d_next));
