@@ -3,10 +3,11 @@
  * The kernel-running core: fibers, the block scheduler, barriers, warp rendezvous, the
  * watchdog and fault reports.
  *
- * A launch runs its blocks one after another on the calling OS thread; the threads of a block
- * are fibers that switch only at barriers, warp operations and exit. Consequences we rely on:
- * a static __shared__ array can be ordinary static storage (one block lives at a time), atomics
- * need no locking, and a run is deterministic for a given CUEMU_ORDER.
+ * A launch runs its blocks one after another on each host thread it uses (one, or several:
+ * "several host threads"; a cluster's blocks each on its own, taking turns: "thread block
+ * clusters"); the threads of a block are fibers that switch only at barriers, warp operations
+ * and exit. Consequences we rely on: a static __shared__ array can be thread_local storage (one
+ * block lives at a time on a host thread), and a run is deterministic for a given CUEMU_ORDER.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
