@@ -68,6 +68,36 @@ else
     echo "FAIL 2 the probe does not compile"
 fi
 
+# 4 (before 3). A block that exits without reaching the cluster.sync() its cluster waits at:
+#    the emulator reports a deadlock; what does the GPU do (hang, error, or go on)?
+cat > "$tmp/early.cu" <<'CU'
+#include <cstdio>
+#include <cooperative_groups.h>
+__global__ void __cluster_dims__(4, 1, 1) early_exit_kernel(int *o)
+{
+    cooperative_groups::cluster_group c = cooperative_groups::this_cluster();
+    if (c.block_rank() == 2) return;
+    c.sync();
+    if (threadIdx.x == 0) o[blockIdx.x] = 1;
+}
+int main()
+{
+    int *o; cudaMalloc(&o, 4 * sizeof(int)); cudaMemset(o, 0, 4 * sizeof(int));
+    early_exit_kernel<<<4, 32>>>(o);
+    cudaError_t e = cudaDeviceSynchronize();
+    int h[4] = {0}; cudaMemcpy(h, o, sizeof h, cudaMemcpyDeviceToHost);
+    printf("probe f: a block skips cluster.sync(): %s; blocks past it: %d %d %d %d\n", cudaGetErrorName(e), h[0], h[1], h[2], h[3]);
+    return 0;
+}
+CU
+if nvcc -arch=sm_90 -std=c++17 -o "$tmp/early" "$tmp/early.cu"; then
+    timeout 30 "$tmp/early"; rc=$?
+    [ "$rc" = 124 ] && echo "probe f: a block skips cluster.sync(): the GPU hung (killed after 30 s)"
+    echo "INFO 4 (no PASS/FAIL: the emulator reports a deadlock; record what the GPU did above)"
+else
+    echo "FAIL 4 the early-exit probe does not compile"
+fi
+
 # 3. Chapter 10's 10.6 with the solution on the GPU (it skipped nowhere before this branch on a
 #    GPU; this checks the driver change left it running there).
 if make BACKEND=gpu ARCH=sm_90 check-solutions CH=10 TESTS=10.6 > "$tmp/ch10.txt" 2>&1 \

@@ -2022,8 +2022,8 @@ static void cluster_deadlock_msg(char *msg, size_t n)
         struct uint3 bi = cluster_block(r);
         sb_add(&b, "; block (%u,%u,%u) (rank %d) exited without reaching it", bi.x, bi.y, bi.z, r);
     }
-    sb_add(&b, " (every block of a cluster must reach each cluster.sync(); on a GPU the others "
-           "wait forever); launch aborted");
+    sb_add(&b, " (every thread of every block of a cluster must reach each cluster.sync()); "
+           "launch aborted");
 }
 
 /* The last thread of this block reached cluster.sync() (the block barrier is complete): wait
