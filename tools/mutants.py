@@ -878,7 +878,7 @@ class Pool:
 def baseline(ws, chapter, ids, orders, seed):
     """The unmutated chapter must pass the exercises' tests in every order; their times set
     the mutants' timeouts. Returns (problem or '', {(id, order): seconds}, {id: why skipped}):
-    an exercise the emulator cannot run (its test skips, e.g. chapter 10's clusters) has its
+    an exercise the emulator cannot run (its test skips there) has its
     mutants left out, said, and counted nowhere."""
     error = ws.build_chapter(chapter)
     if error:

@@ -460,10 +460,6 @@ def test_host_pool(ctx):
 
 
 def require_clusters(lib):
-    if lib.backend == "cpu":
-        raise tut.Skip("the emulator runs the blocks of a grid one after another, never a "
-                       "cluster's blocks together: thread block clusters need an sm_90 GPU "
-                       "(make check BACKEND=gpu)")
     yes = I()
     c_api(lib).cluster_supported(ctypes.byref(yes))
     if not yes.value:

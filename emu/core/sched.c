@@ -3,10 +3,11 @@
  * The kernel-running core: fibers, the block scheduler, barriers, warp rendezvous, the
  * watchdog and fault reports.
  *
- * A launch runs its blocks one after another on the calling OS thread; the threads of a block
- * are fibers that switch only at barriers, warp operations and exit. Consequences we rely on:
- * a static __shared__ array can be ordinary static storage (one block lives at a time), atomics
- * need no locking, and a run is deterministic for a given CUEMU_ORDER.
+ * A launch runs its blocks one after another on each host thread it uses (one, or several:
+ * "several host threads"; a cluster's blocks each on its own, taking turns: "thread block
+ * clusters"); the threads of a block are fibers that switch only at barriers, warp operations
+ * and exit. Consequences we rely on: a static __shared__ array can be thread_local storage (one
+ * block lives at a time on a host thread), and a run is deterministic for a given CUEMU_ORDER.
  */
 #define _GNU_SOURCE
 /* A kernel that fails is left by siglongjmp from the failing fiber's stack to its host
@@ -79,7 +80,11 @@ const char *__tsan_default_options(void) { return "report_signal_unsafe=0"; }
 /* CUDA's numbers; the core does not include cuda_runtime.h (it is C and the runtime's). */
 enum {
     E_INVALID_VALUE = 1, E_ILLEGAL_ADDRESS = 700, E_LAUNCH_TIMEOUT = 702, E_ASSERT = 710,
-    E_ILLEGAL_INSTRUCTION = 715, E_LAUNCH_FAILURE = 719, E_NOT_SUPPORTED = 801
+    E_ILLEGAL_INSTRUCTION = 715, E_LAUNCH_FAILURE = 719, E_NOT_SUPPORTED = 801,
+    E_INVALID_CLUSTER_SIZE = 912,
+    /* not CUDA's: a block stopped because another block of its cluster failed (reported by
+       that one) */
+    E_CLUSTER_STOPPED = -1000
 };
 
 /* -DCUEMU_FORCE_UCONTEXT tests the portable fallback on a machine that has the fast path */
@@ -211,7 +216,17 @@ typedef struct sched_w {
     size_t nout, capout;
     int failed, fail_err, fail_sticky;
     unsigned long long fail_pos;
+    /* thread block clusters: the rank of the blocks this host thread runs, and the address of
+       cuemu_w in this host thread (see cuemu_cluster_map) */
+    int crank;
+    char *anchor;
 } sched_w;
+/* Another host thread's record (the blocks of a cluster): its fields, which the macros below
+   would read from this thread's. */
+static inline char *dsm_base_of(const sched_w *w) { return w->g_dsm_base; }
+static inline size_t dsm_size_of(const sched_w *w) { return w->g_dsm_size; }
+static inline char *dsm_region_of(const sched_w *w) { return w->g_dsm_region; }
+static inline size_t dsm_cap_of(const sched_w *w) { return w->g_dsm_cap; }
 
 /* The running host thread's record, read once per function (cuemu_w_fixed): everywhere but in
    the two functions that set cuemu_w, at the end of this file, and nothing they inline. */
@@ -647,7 +662,11 @@ static inline __attribute__((always_inline)) void yield_quick(cthread *t)
     yield_from(t);
 }
 
-static void barrier_arrive(const char *file, int line, int pred)
+static void cluster_arrive(const char *file, int line);
+
+/* cluster: 1 for cluster.sync(), whose block barrier, once complete, waits for the cluster's
+   other blocks before it opens */
+static void barrier_arrive(const char *file, int line, int pred, int cluster)
 {
     cthread *t = (cthread *)cuemu_cur;
     if (!t) return;                   /* called from host code: nothing to wait for */
@@ -668,6 +687,7 @@ static void barrier_arrive(const char *file, int line, int pred)
     }
     g_bar_count += pred != 0;
     if (g_at_bar == g_live && !g_bar_mismatch && g_live == g_n) {
+        if (cluster) cluster_arrive(file, line);
         g_bar_phase++;
         cuemu_access_barrier();
         g_bar_last_count = g_bar_count;
@@ -689,12 +709,17 @@ static void barrier_arrive(const char *file, int line, int pred)
 
 void cuemu_syncthreads(const char *file, int line)
 {
-    barrier_arrive(file, line, 0);
+    barrier_arrive(file, line, 0, 0);
+}
+
+void cuemu_cluster_sync(const char *file, int line)
+{
+    barrier_arrive(file, line, 0, 1);
 }
 
 int cuemu_syncthreads_op(int op, int pred, const char *file, int line)
 {
-    barrier_arrive(file, line, pred);
+    barrier_arrive(file, line, pred, 0);
     if (!cuemu_cur) return pred != 0;       /* host code: a block of one */
     if (op == 0) return g_bar_last_count;
     if (op == 1) return g_bar_last_count == g_bar_last_n;
@@ -908,19 +933,25 @@ static void locate(void *const *frames, int n, char *out, size_t outsz)
         if (di.dli_fbase == (void *)0x400000) off = (uintptr_t)pc - (i > 0 ? 1 : 0);
         if (strstr(di.dli_fname, "libc.so") || strstr(di.dli_fname, "libstdc++")) continue;
         char cmd[1400], line[1024] = "";
-        snprintf(cmd, sizeof cmd, "addr2line -e '%s' 0x%lx 2>/dev/null", di.dli_fname,
+        /* -i: the functions inlined at pc too, innermost first: an atomic (the device
+           header's, inlined into the kernel) faults in the header, called from the
+           student's line, which the next frame (the kernel's caller) would not name */
+        snprintf(cmd, sizeof cmd, "addr2line -i -e '%s' 0x%lx 2>/dev/null", di.dli_fname,
                  (unsigned long)off);
         FILE *p = popen(cmd, "r");
         if (!p) break;
-        if (!fgets(line, sizeof line, p)) line[0] = 0;
+        int found = 0;
+        while (!found && fgets(line, sizeof line, p)) {
+            line[strcspn(line, "\r\n")] = 0;
+            char *disc = strstr(line, " (discriminator");
+            if (disc) *disc = 0;
+            found = !(!line[0] || line[0] == '?' || strstr(line, ":?") || strstr(line, ":0")
+                      || strstr(line, "cuemu_") || strstr(line, "emu/include/")
+                      || strstr(line, "emu/core/") || strstr(line, "/usr/include/")
+                      || strstr(line, "/c++/"));
+        }
         pclose(p);
-        line[strcspn(line, "\r\n")] = 0;
-        char *disc = strstr(line, " (discriminator");
-        if (disc) *disc = 0;
-        if (!line[0] || line[0] == '?' || strstr(line, ":?") || strstr(line, ":0")
-            || strstr(line, "cuemu_") || strstr(line, "emu/include/")
-            || strstr(line, "emu/core/") || strstr(line, "/usr/include/")
-            || strstr(line, "/c++/")) {
+        if (!found) {
             if (i == 0 && di.dli_sname)
                 snprintf(out, outsz, "%s+0x%lx", di.dli_sname,
                          (unsigned long)((uintptr_t)pc - (uintptr_t)di.dli_saddr));
@@ -1046,6 +1077,8 @@ static int watchdog_loop(const cthread *t, char *out, size_t n)
     return 1;
 }
 
+static int cluster_fault(sbuf *b, const char *a, const char *what, const char *where, int *err);
+
 static int report_fault(void)
 {
     char msg[4096], where[1024];
@@ -1095,6 +1128,8 @@ static int report_fault(void)
             sb_add(&b, " at %s: the thread used more than its %zu KiB stack (large local "
                    "arrays or deep recursion; raise CUEMU_STACK_KB)", where,
                    g_stack_size / 1024);
+        } else if (cluster_fault(&b, a, what, where, &err)) {
+            /* another block's shared memory, reached through map_shared_rank */
         } else if (g_dsm_region && a >= g_dsm_region && a < g_dsm_region + g_dsm_cap + g_page
                    && g_dsm_base) {
             sb_add(&b, "dynamic shared memory overflow in kernel %s, ", g_desc->kernel);
@@ -1327,7 +1362,114 @@ static void worker_signals_off(void)
 }
 
 /* ---- launch ----------------------------------------------------------------------------- */
-int cuemu_launch_prepare(const cuemu_launch_desc *d)
+/* ---- thread block clusters: what a launch's clusters are ------------------------------------
+   A kernel's __cluster_dims__ is registered by address when the program loads; a launch through
+   cudaLaunchKernelEx may give the shape instead (not both, unless they agree). */
+#define MAX_CLUSTER 16
+typedef struct { const void *func; unsigned dim[3]; int nonportable; } cluster_kernel;
+static cluster_kernel *g_ck;
+static size_t g_nck, g_ck_cap;
+static pthread_mutex_t g_ck_mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The kernel's entry, made when `make` (caller holds g_ck_mu). */
+static cluster_kernel *ck_find(const void *func, int make)
+{
+    for (size_t i = 0; i < g_nck; i++)
+        if (g_ck[i].func == func) return &g_ck[i];
+    if (!make || !func) return NULL;
+    if (g_nck == g_ck_cap) {
+        size_t cap = g_ck_cap ? 2 * g_ck_cap : 16;
+        cluster_kernel *v = (cluster_kernel *)realloc(g_ck, cap * sizeof *v);
+        if (!v) return NULL;
+        g_ck = v;
+        g_ck_cap = cap;
+    }
+    memset(&g_ck[g_nck], 0, sizeof g_ck[g_nck]);
+    g_ck[g_nck].func = func;
+    return &g_ck[g_nck++];
+}
+
+void cuemu_cluster_dims_register(const void *func, unsigned x, unsigned y, unsigned z)
+{
+    pthread_mutex_lock(&g_ck_mu);
+    cluster_kernel *k = ck_find(func, 1);
+    if (k) { k->dim[0] = x; k->dim[1] = y; k->dim[2] = z; }
+    pthread_mutex_unlock(&g_ck_mu);
+}
+
+void cuemu_cluster_nonportable(const void *func, int on)
+{
+    pthread_mutex_lock(&g_ck_mu);
+    cluster_kernel *k = ck_find(func, 1);
+    if (k) k->nonportable = on != 0;
+    pthread_mutex_unlock(&g_ck_mu);
+}
+
+/* d->cluster from the launch's attribute or the kernel's __cluster_dims__, checked as CUDA
+   checks it: every dimension at least 1, the grid a multiple of it in each dimension, at most
+   8 blocks (16 with cudaFuncAttributeNonPortableClusterSizeAllowed). */
+static int cluster_prepare(cuemu_launch_desc *d)
+{
+    unsigned want[3] = { d->cluster.x, d->cluster.y, d->cluster.z }, have[3] = { 0, 0, 0 };
+    int nonportable = 0, given = want[0] || want[1] || want[2];
+    pthread_mutex_lock(&g_ck_mu);
+    cluster_kernel *k = d->func ? ck_find(d->func, 0) : NULL;
+    if (k) {
+        memcpy(have, k->dim, sizeof have);
+        nonportable = k->nonportable;
+    }
+    pthread_mutex_unlock(&g_ck_mu);
+    const char *why = NULL;
+    char buf[320];
+    if (given && have[0] && memcmp(want, have, sizeof want) != 0) {
+        snprintf(buf, sizeof buf, "the launch asks for clusters of %ux%ux%u blocks, and the "
+                 "kernel's __cluster_dims__ fixes %ux%ux%u (a compile-time cluster shape cannot "
+                 "be changed at launch)", want[0], want[1], want[2], have[0], have[1], have[2]);
+        why = buf;
+    }
+    if (!given) {
+        for (int i = 0; i < 3; i++) want[i] = have[0] ? have[i] : 1;
+    }
+    const unsigned gd[3] = { d->grid.x, d->grid.y, d->grid.z };
+    unsigned long long blocks = (unsigned long long)want[0] * want[1] * want[2];
+    int limit = nonportable ? MAX_CLUSTER : 8;
+    for (int i = 0; i < 3 && !why; i++) {
+        if (want[i] == 0) {
+            snprintf(buf, sizeof buf, "cluster dimension %c is 0", "xyz"[i]);
+            why = buf;
+        } else if (gd[i] % want[i] != 0) {
+            snprintf(buf, sizeof buf, "gridDim.%c = %u is not a multiple of the cluster's %u "
+                     "blocks in %c (clusters of %ux%ux%u)", "xyz"[i], gd[i], want[i], "xyz"[i],
+                     want[0], want[1], want[2]);
+            why = buf;
+        }
+    }
+    if (!why && blocks > (unsigned long long)limit) {
+        snprintf(buf, sizeof buf, "clusters of %llu blocks (%ux%ux%u; at most 8, or 16 after "
+                 "cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1))",
+                 blocks, want[0], want[1], want[2]);
+        why = buf;
+    }
+    if (why) {
+        cuemu_diag("invalid cluster configuration of kernel %s at %s:%d: %s -> "
+                   "cudaErrorInvalidClusterSize", d->kernel, d->file, d->line, why);
+        return cuemu_set_last_error(E_INVALID_CLUSTER_SIZE);
+    }
+#if defined(CUEMU_ASAN) || defined(CUEMU_TSAN)
+    if (blocks > 1) {
+        cuemu_diag("kernel %s at %s:%d: not supported here: clusters of more than one block under "
+                   "the sanitizer builds (a cluster's blocks run on host threads of their own, and "
+                   "the sanitizers are told of one launcher's fibers)", d->kernel, d->file, d->line);
+        return cuemu_set_last_error(E_NOT_SUPPORTED);
+    }
+#endif
+    d->cluster.x = want[0];
+    d->cluster.y = want[1];
+    d->cluster.z = want[2];
+    return 0;
+}
+
+int cuemu_launch_prepare(cuemu_launch_desc *d)
 {
     int e = cuemu_sticky_error();
     if (e) {
@@ -1375,7 +1517,7 @@ int cuemu_launch_prepare(const cuemu_launch_desc *d)
                    "cudaErrorInvalidValue", d->kernel, d->file, d->line, why);
         return cuemu_set_last_error(E_INVALID_VALUE);
     }
-    return 0;
+    return cluster_prepare(d);
 }
 
 int cuemu_check_kernel_pointer(const cuemu_launch_desc *d, int index, const void *p)
@@ -1516,6 +1658,40 @@ static struct {
 
 #define MAX_HELPERS 63
 static sched_w *g_helper[MAX_HELPERS];
+
+/* ---- thread block clusters: how a launch's clusters run ----------------------------------
+   The blocks of one cluster must run at the same time: cluster.sync() waits for all of them,
+   and each may use the others' shared memory. Each block of a cluster therefore runs on a host
+   thread of its own (rank r of every cluster on the same one), with its own fibers, dynamic
+   shared memory and thread_local __shared__ copies, whatever CUEMU_THREADS is. They do not run
+   at once: one holds the turn, and hands it on, in the order CUEMU_ORDER gives the ranks, when
+   its block waits at cluster.sync() or exits, exactly as the threads of a block hand over at a
+   barrier. So a run is deterministic, and so are its reports: the first block to run of a
+   cluster finds every other one not started, and a block that exits early is gone for every
+   block that runs after it. Clusters run one after another, in launch order.
+   A block's dynamic shared memory is open (read/write) only while the block runs or waits at
+   cluster.sync(): a map_shared_rank access before the block started or after it exited faults,
+   and the fault is reported as such (cluster_fault). */
+enum { C_WAIT = 0, C_RUN, C_SYNC, C_DONE };
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int C;                            /* blocks per cluster; 1: no clusters in this launch */
+    unsigned dim[3];
+    unsigned long long k, nk;         /* the cluster running (launch order), and how many */
+    unsigned long long ncx, ncy;      /* clusters in x and y */
+    int turn;                         /* the rank that runs */
+    int ready;                        /* host threads set up (shared memory known, closed) */
+    int abort;                        /* a block failed: every other one stops */
+    unsigned phase;                   /* cluster.sync() phase */
+    int state[MAX_CLUSTER];
+    unsigned sphase[MAX_CLUSTER];     /* C_SYNC: the phase it waits in */
+    const char *sfile[MAX_CLUSTER];   /* C_SYNC: where */
+    int sline[MAX_CLUSTER];
+    int order[MAX_CLUSTER];           /* order[pos]: the rank that runs pos-th */
+    sched_w *w[MAX_CLUSTER];          /* the host thread of each rank */
+} CL = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .C = 1,
+         .dim = { 1, 1, 1 } };
 
 static sched_w *worker_new(void)
 {
@@ -1773,6 +1949,10 @@ static __attribute__((noinline)) int worker_setup(int mt)
     if (pool_reserve(g_n) != 0 || dsm_prepare(d->dsmem) != 0) return -1;
     cuemu_block_dim = d->block;
     cuemu_grid_dim = d->grid;
+    SW->w.pub.cluster_dim.x = CL.dim[0];
+    SW->w.pub.cluster_dim.y = CL.dim[1];
+    SW->w.pub.cluster_dim.z = CL.dim[2];
+    SW->anchor = (char *)&cuemu_w;
     cuemu_access_launch(d, g_dsm_base, g_dsm_size, NULL);
     for (int i = 0; i < g_n; i++) {
         cthread *t = &g_th[i];
@@ -1785,6 +1965,363 @@ static __attribute__((noinline)) int worker_setup(int mt)
         t->pub.warp = (unsigned)i >> 5;
     }
     if (g_order_mode != 2) order_fill(0);
+    return 0;
+}
+
+/* ---- thread block clusters: the run (see CL above) ---------------------------------------- */
+static void cluster_order_fill(unsigned long long k)
+{
+    for (int i = 0; i < CL.C; i++) CL.order[i] = g_order_mode == 1 ? CL.C - 1 - i : i;
+    if (g_order_mode == 2) {
+        unsigned long long s = g_seed * 0x9E3779B97F4A7C15ull + k + 1;
+        for (int i = CL.C - 1; i > 0; i--) {
+            int j = (int)(rng_next(&s) % (unsigned long long)(i + 1));
+            int tmp = CL.order[i]; CL.order[i] = CL.order[j]; CL.order[j] = tmp;
+        }
+    }
+}
+
+/* The rank that runs after `from` (CL.mu held): the next in order that has not started or
+   was released from cluster.sync(); -1 when none can run. */
+static int cluster_next(int from)
+{
+    int p = 0;
+    while (p < CL.C && CL.order[p] != from) p++;
+    for (int j = 1; j <= CL.C; j++) {
+        int r = CL.order[(p + j) % CL.C];
+        if (CL.state[r] == C_WAIT || (CL.state[r] == C_SYNC && CL.sphase[r] != CL.phase))
+            return r;
+    }
+    return -1;
+}
+
+/* blockIdx of rank r of the running cluster */
+static struct uint3 cluster_block(int r)
+{
+    unsigned long long k = g_order_mode == 1 ? CL.nk - 1 - CL.k : CL.k;
+    struct uint3 b;
+    b.x = (unsigned)(k % CL.ncx) * CL.dim[0] + (unsigned)r % CL.dim[0];
+    b.y = (unsigned)((k / CL.ncx) % CL.ncy) * CL.dim[1] + ((unsigned)r / CL.dim[0]) % CL.dim[1];
+    b.z = (unsigned)(k / (CL.ncx * CL.ncy)) * CL.dim[2] + (unsigned)r / (CL.dim[0] * CL.dim[1]);
+    return b;
+}
+
+/* "deadlock ...": blocks wait at cluster.sync() for blocks that exited (CL.mu held). */
+static void cluster_deadlock_msg(char *msg, size_t n)
+{
+    sbuf b = { msg, n };
+    int first = 1;
+    sb_add(&b, "deadlock in kernel %s (launched at %s:%d): thread block cluster of blocks (%u,%u,%u)"
+           " to (%u,%u,%u):", g_desc->kernel, g_desc->file, g_desc->line, cluster_block(0).x,
+           cluster_block(0).y, cluster_block(0).z, cluster_block(CL.C - 1).x,
+           cluster_block(CL.C - 1).y, cluster_block(CL.C - 1).z);
+    for (int r = 0; r < CL.C; r++) {
+        if (CL.state[r] != C_SYNC) continue;
+        struct uint3 bi = cluster_block(r);
+        sb_add(&b, "%s block (%u,%u,%u) (rank %d) waits at cluster.sync() %s:%d", first ? "" : ";",
+               bi.x, bi.y, bi.z, r, CL.sfile[r], CL.sline[r]);
+        first = 0;
+    }
+    for (int r = 0; r < CL.C; r++) {
+        if (CL.state[r] != C_DONE) continue;
+        struct uint3 bi = cluster_block(r);
+        sb_add(&b, "; block (%u,%u,%u) (rank %d) exited without reaching it", bi.x, bi.y, bi.z, r);
+    }
+    sb_add(&b, " (every thread of every block of a cluster must reach each cluster.sync()); "
+           "launch aborted");
+}
+
+/* The last thread of this block reached cluster.sync() (the block barrier is complete): wait
+   until every block of the cluster is there, running the others meanwhile. */
+static void cluster_arrive(const char *file, int line)
+{
+    sched_w *me = SW;
+    struct uint3 cd = me->w.pub.cluster_dim;
+    if ((unsigned long long)cd.x * cd.y * cd.z <= 1) return;   /* a cluster of one: the block */
+    int r = me->crank, stop;
+    pthread_mutex_lock(&CL.mu);
+    CL.state[r] = C_SYNC;
+    CL.sphase[r] = CL.phase;
+    CL.sfile[r] = file;
+    CL.sline[r] = line;
+    int waiting = 0;
+    for (int i = 0; i < CL.C; i++) waiting += CL.state[i] == C_SYNC && CL.sphase[i] == CL.phase;
+    if (waiting == CL.C) {
+        /* everyone is here: the barrier opens, and the order starts again from its first */
+        CL.phase++;
+        CL.turn = CL.order[0];
+    } else {
+        int nxt = cluster_next(r);
+        if (nxt < 0) {
+            char msg[2048];
+            cluster_deadlock_msg(msg, sizeof msg);
+            pthread_mutex_unlock(&CL.mu);
+            cuemu_launch_abort(E_LAUNCH_FAILURE, 1, msg);
+        }
+        CL.turn = nxt;
+    }
+    pthread_cond_broadcast(&CL.cv);
+    while (!CL.abort && CL.turn != r) pthread_cond_wait(&CL.cv, &CL.mu);
+    stop = CL.abort;
+    if (!stop) CL.state[r] = C_RUN;
+    pthread_mutex_unlock(&CL.mu);
+    if (stop) cuemu_launch_abort(E_CLUSTER_STOPPED, 0, "");
+}
+
+static void cluster_stop_all(void)
+{
+    pthread_mutex_lock(&CL.mu);
+    CL.abort = 1;
+    pthread_cond_broadcast(&CL.cv);
+    pthread_mutex_unlock(&CL.mu);
+}
+
+/* This block's dynamic shared memory open (it runs) or closed (not started, or exited): the
+   pages from its first byte's to the guard page; what lies before them stays closed. */
+static void dsm_open(int open)
+{
+    if (!g_dsm_size || !g_dsm_region) return;
+    char *lo = (char *)((uintptr_t)g_dsm_base & ~(uintptr_t)(g_page - 1));
+    mprotect(lo, (size_t)(g_dsm_region + g_dsm_cap - lo), open ? PROT_READ | PROT_WRITE : PROT_NONE);
+}
+
+static void cluster_worker_end(void)
+{
+    /* the next launch may be an ordinary one: the whole region open again */
+    if (g_dsm_region) mprotect(g_dsm_region, g_dsm_cap, PROT_READ | PROT_WRITE);
+}
+
+/* Runs rank SW->crank of every cluster of the launch L, taking turns with the other ranks'
+   host threads (see CL). */
+static __attribute__((noinline)) void cluster_worker_run(void)
+{
+    const cuemu_launch_desc *d = L.d;
+    worker_signals_on();
+    if (g_dsm_region) mprotect(g_dsm_region, g_dsm_cap, PROT_NONE);
+    if (sigsetjmp(g_jb, 1)) {
+#ifdef CUEMU_ASAN
+        __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
+#endif
+        worker_signals_off();
+        g_jb_armed = 0;
+        lazy_settle();
+        g_fault_block = cuemu_block_idx;
+        cuemu_cur = NULL;
+        int sticky = 1, err;
+        if (g_abort_err) {
+            err = g_abort_err;
+            sticky = g_abort_sticky;
+            g_abort_err = 0;
+            if (err != E_CLUSTER_STOPPED && g_abort_msg[0]) cuemu_core_diag("%s", g_abort_msg);
+        } else
+            err = report_fault();
+        if (err != E_CLUSTER_STOPPED) record_failure(err, sticky);
+        cluster_stop_all();
+        cluster_worker_end();
+        return;
+    }
+    g_jb_armed = 1;
+    const int r = SW->crank;
+    /* no block runs before every rank's shared memory is where map_shared_rank looks, and
+       closed */
+    pthread_mutex_lock(&CL.mu);
+    CL.ready++;
+    pthread_cond_broadcast(&CL.cv);
+    while (!CL.abort && CL.ready < CL.C) pthread_cond_wait(&CL.cv, &CL.mu);
+    pthread_mutex_unlock(&CL.mu);
+    for (unsigned long long k = 0; k < CL.nk; k++) {
+        pthread_mutex_lock(&CL.mu);
+        while (!CL.abort && !(CL.k == k && CL.turn == r)) pthread_cond_wait(&CL.cv, &CL.mu);
+        int stop = CL.abort;
+        if (!stop) CL.state[r] = C_RUN;
+        struct uint3 bi = cluster_block(r);
+        pthread_mutex_unlock(&CL.mu);
+        if (stop) break;
+        cuemu_block_idx = bi;
+        unsigned long long b = bi.x + L.nbx * (bi.y + L.nby * (unsigned long long)bi.z);
+        SW->pos = (g_order_mode == 1 ? CL.nk - 1 - k : k) * (unsigned long long)CL.C + (unsigned)r;
+        if (g_order_mode == 2) order_fill(b);
+        dsm_open(1);
+        for (size_t v = 0; v < g_nshared; v++) memset(g_shared[v].p, 0xFF, g_shared[v].n);
+        if (g_dsm_size) memset(g_dsm_base, 0xFF, g_dsm_size);
+        if (g_dsm_size & 15)
+            memset(g_dsm_base + g_dsm_size, DSM_CANARY, 16 - (g_dsm_size & 15));
+        cuemu_access_block();
+        int stuck = run_block();
+        int err = 0;
+        if (stuck) {
+            g_jb_armed = 0;
+            report_deadlock();
+            err = E_LAUNCH_FAILURE;
+        } else if ((g_dsm_size & 15) && !dsm_canary_ok()) {
+            g_jb_armed = 0;
+            cuemu_core_diag("dynamic shared memory overflow in kernel %s, block (%u,%u,%u): a "
+                            "write past the end of extern __shared__ '%s' (%zu bytes given at "
+                            "launch at %s:%d); launch aborted", d->kernel, cuemu_block_idx.x,
+                            cuemu_block_idx.y, cuemu_block_idx.z, g_dsm_name ? g_dsm_name : "?",
+                            g_dsm_size, d->file, d->line);
+            err = E_ILLEGAL_ADDRESS;
+        }
+        dsm_open(0);
+        pthread_mutex_lock(&CL.mu);
+        CL.state[r] = C_DONE;
+        int nxt = err ? -1 : cluster_next(r), all_done = 1;
+        for (int i = 0; i < CL.C; i++) all_done &= CL.state[i] == C_DONE;
+        if (!err && nxt >= 0) {
+            CL.turn = nxt;
+        } else if (!err && all_done) {
+            /* the cluster is finished: the next one starts with every block not started */
+            CL.k++;
+            for (int i = 0; i < CL.C; i++) CL.state[i] = C_WAIT;
+            CL.phase = 0;
+            cluster_order_fill(CL.k);
+            CL.turn = CL.order[0];
+        } else if (!err) {
+            char msg[2048];
+            cluster_deadlock_msg(msg, sizeof msg);
+            g_jb_armed = 0;
+            cuemu_core_diag("%s", msg);
+            err = E_LAUNCH_FAILURE;
+        }
+        if (err) {
+            pthread_mutex_unlock(&CL.mu);
+            worker_signals_off();
+            record_failure(err, 1);
+            cluster_stop_all();
+            cluster_worker_end();
+            return;
+        }
+        pthread_cond_broadcast(&CL.cv);
+        while (!CL.abort && CL.k == k) pthread_cond_wait(&CL.cv, &CL.mu);
+        stop = CL.abort;
+        pthread_mutex_unlock(&CL.mu);
+        if (stop) break;
+    }
+    g_jb_armed = 0;
+    worker_signals_off();
+    cluster_worker_end();
+}
+
+/* ---- distributed shared memory ---------------------------------------------------------- */
+/* The dynamic area and the static __shared__ variables of each block of a cluster are those
+   of its host thread: the dynamic area at that thread's g_dsm_base, a static variable (a
+   thread_local of the same module as cuemu_w) at the same distance from that thread's
+   cuemu_w as this thread's copy is from this thread's. */
+static void cluster_msg(char *msg, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void cluster_msg(char *msg, size_t n, const char *fmt, ...)
+{
+    sbuf b = { msg, n };
+    cthread *t = (cthread *)cuemu_cur;
+    sb_add(&b, "distributed shared memory misuse in kernel %s, ", g_desc->kernel);
+    if (t) thread_desc(&b, t);
+    va_list ap;
+    va_start(ap, fmt);
+    size_t used = (size_t)(b.p - msg);
+    vsnprintf(b.p, n - used, fmt, ap);
+    va_end(ap);
+}
+
+void *cuemu_cluster_map(const void *p, unsigned rank, const char *file, int line)
+{
+    if (!cuemu_cur) return (void *)p;
+    sched_w *me = SW;
+    struct uint3 cd = me->w.pub.cluster_dim;
+    unsigned long long C = (unsigned long long)cd.x * cd.y * cd.z;
+    char msg[1024];
+    if (C < 1) C = 1;
+    if (rank >= C) {
+        cluster_msg(msg, sizeof msg, " at %s:%d: map_shared_rank(%p, %d): the cluster has %llu "
+                    "block%s (ranks 0 to %llu)", file, line, p, (int)rank, C, C == 1 ? "" : "s",
+                    C - 1);
+        cuemu_launch_abort(E_ILLEGAL_ADDRESS, 1, msg);
+    }
+    if (C == 1 || (int)rank == me->crank) return (void *)p;
+    sched_w *tw = CL.w[rank];
+    const char *a = (const char *)p;
+    if (g_dsm_size && a >= g_dsm_base && a <= g_dsm_base + g_dsm_size)
+        return dsm_base_of(tw) + (a - g_dsm_base);
+    for (size_t v = 0; v < g_nshared; v++) {
+        const char *lo = (const char *)g_shared[v].p;
+        if (a < lo || a > lo + g_shared[v].n) continue;
+        if (CL.state[rank] == C_DONE) {
+            struct uint3 bi = cluster_block((int)rank);
+            cluster_msg(msg, sizeof msg, " at %s:%d: map_shared_rank to block (%u,%u,%u) (rank %u "
+                        "of the cluster), which has already exited: its shared memory is gone (on "
+                        "a GPU an access is an illegal address); a cluster.sync() before any block "
+                        "exits keeps every block's shared memory there until all are done with it",
+                        file, line, bi.x, bi.y, bi.z, rank);
+            cuemu_launch_abort(E_ILLEGAL_ADDRESS, 1, msg);
+        }
+        return tw->anchor + (a - me->anchor);
+    }
+    cluster_msg(msg, sizeof msg, " at %s:%d: map_shared_rank(%p, %u): the address is not in this "
+                "block's shared memory", file, line, p, rank);
+    cuemu_launch_abort(E_ILLEGAL_ADDRESS, 1, msg);
+}
+
+int cuemu_cluster_query(const void *p)
+{
+    if (!cuemu_cur) return 0;
+    sched_w *me = SW;
+    struct uint3 cd = me->w.pub.cluster_dim;
+    int C = (int)(cd.x * cd.y * cd.z);
+    const char *a = (const char *)p;
+    if (C <= 1) return 0;
+    for (int r = 0; r < C; r++) {
+        sched_w *w = CL.w[r];
+        if (dsm_size_of(w) && a >= dsm_base_of(w) && a < dsm_base_of(w) + dsm_size_of(w)) return r;
+        for (size_t v = 0; v < g_nshared; v++) {
+            const char *lo = w->anchor + ((const char *)g_shared[v].p - me->anchor);
+            if (a >= lo && a < lo + g_shared[v].n) return r;
+        }
+    }
+    return -1;
+}
+
+/* A fault at a in another block's dynamic shared memory (see dsm_open): the report, and 1. */
+static int cluster_fault(sbuf *b, const char *a, const char *what, const char *where, int *err)
+{
+    sched_w *me = SW;
+    struct uint3 cd = me->w.pub.cluster_dim;
+    int C = (int)(cd.x * cd.y * cd.z);
+    cthread *t = g_fault_thread;
+    for (int r = 0; r < C && C > 1; r++) {
+        sched_w *w = CL.w[r];
+        if (w == me || !w || !dsm_region_of(w) || a < dsm_region_of(w)
+            || a >= dsm_region_of(w) + dsm_cap_of(w) + g_page)
+            continue;
+        struct uint3 bi = cluster_block(r);
+        const char *name = g_dsm_name ? g_dsm_name : "?";
+        *err = E_ILLEGAL_ADDRESS;
+        if (a >= dsm_base_of(w) && a < dsm_base_of(w) + dsm_size_of(w)) {
+            int st = CL.state[r];
+            sb_add(b, "distributed shared memory %s in kernel %s, ", what, g_desc->kernel);
+            if (t) thread_desc(b, t);
+            sb_add(b, " at %s: byte %td of extern __shared__ '%s' of block (%u,%u,%u) (rank %d of "
+                   "the cluster), ", where, a - dsm_base_of(w), name, bi.x, bi.y, bi.z, r);
+            if (st == C_DONE)
+                sb_add(b, "which has already exited: its shared memory is gone (on a GPU an "
+                       "illegal address); a cluster.sync() before any block exits keeps every "
+                       "block's shared memory there until all are done with it");
+            else
+                sb_add(b, "which has not started yet: a cluster.sync() before the first access "
+                       "to another block's shared memory makes sure every block of the cluster "
+                       "runs");
+        } else {
+            sb_add(b, "out-of-bounds %s of distributed shared memory in kernel %s, ", what,
+                   g_desc->kernel);
+            if (t) thread_desc(b, t);
+            if (a >= dsm_base_of(w))
+                sb_add(b, " at %s: byte %td of extern __shared__ '%s' of block (%u,%u,%u) (rank %d "
+                       "of the cluster), which has %zu bytes (the third launch parameter)", where,
+                       a - dsm_base_of(w), name, bi.x, bi.y, bi.z, r, dsm_size_of(w));
+            else
+                sb_add(b, " at %s: %td bytes before the start of extern __shared__ '%s' of block "
+                       "(%u,%u,%u) (rank %d of the cluster)", where, dsm_base_of(w) - a, name,
+                       bi.x, bi.y, bi.z, r);
+        }
+        return 1;
+    }
     return 0;
 }
 
@@ -1801,7 +2338,14 @@ static void *helper_main(void *arg)
 {
     sched_w *me = (sched_w *)arg;
     cuemu_w = &me->w.pub;
-    if (worker_setup(1) == 0) worker_run();
+    if (worker_setup(1) == 0) {
+        if (CL.C > 1) cluster_worker_run();
+        else worker_run();
+    } else if (CL.C > 1) {
+        /* the cluster cannot run without this block */
+        record_failure(2 /* cudaErrorMemoryAllocation */, 0);
+        cluster_stop_all();
+    }
     cuemu_access_launch_end();
     g_nshared = 0;
     me->w.nreg = 0;
@@ -1844,6 +2388,26 @@ int cuemu_launch_run(const cuemu_launch_desc *d)
     L.stop = ~0ull;
     unsigned long long run = win_count ? (win_count < L.total ? win_count : L.total) : L.total;
     L.nthreads = threads_for(run, (unsigned long long)d->block.x * d->block.y * d->block.z);
+    /* clusters: one host thread per block of a cluster, whatever CUEMU_THREADS says (see CL) */
+    CL.dim[0] = d->cluster.x ? d->cluster.x : 1;
+    CL.dim[1] = d->cluster.y ? d->cluster.y : 1;
+    CL.dim[2] = d->cluster.z ? d->cluster.z : 1;
+    CL.C = (int)(CL.dim[0] * CL.dim[1] * CL.dim[2]);
+    if (CL.C > 1) {
+        L.nthreads = CL.C;
+        CL.ncx = L.nbx / CL.dim[0];
+        CL.ncy = L.nby / CL.dim[1];
+        CL.nk = L.total / (unsigned long long)CL.C;
+        CL.k = 0;
+        CL.abort = 0;
+        CL.ready = 0;
+        CL.phase = 0;
+        for (int i = 0; i < CL.C; i++) CL.state[i] = C_WAIT;
+        cluster_order_fill(0);
+        CL.turn = CL.order[0];
+        t_self->crank = 0;
+        CL.w[0] = t_self;
+    }
     if (worker_setup(L.nthreads > 1) != 0) {
         cuemu_diag("kernel %s at %s:%d: cannot allocate fiber stacks or shared memory",
                    d->kernel, d->file, d->line);
@@ -1883,10 +2447,22 @@ int cuemu_launch_run(const cuemu_launch_desc *d)
         int nh = L.nthreads - 1;
         for (int i = 0; i < nh; i++) {
             if (!g_helper[i]) g_helper[i] = worker_new();
-            /* a helper that cannot start leaves its blocks to the others */
+            if (CL.C > 1 && g_helper[i]) {
+                g_helper[i]->crank = i + 1;
+                CL.w[i + 1] = g_helper[i];
+            }
+            /* a helper that cannot start leaves its blocks to the others (not in a cluster:
+               there every block needs its own) */
             if (g_helper[i]) started[i] = pthread_create(&tid[i], NULL, helper_main, g_helper[i]) == 0;
+            if (CL.C > 1 && !started[i]) {
+                cuemu_core_diag("kernel %s at %s:%d: cannot start a host thread for block rank %d "
+                                "of each cluster", d->kernel, d->file, d->line, i + 1);
+                record_failure(2 /* cudaErrorMemoryAllocation */, 0);
+                cluster_stop_all();
+            }
         }
-        worker_run();
+        if (CL.C > 1) cluster_worker_run();
+        else worker_run();
         for (int i = 0; i < nh; i++)
             if (started[i]) pthread_join(tid[i], NULL);
         signals_restore();
@@ -1933,6 +2509,8 @@ out:
     cuemu_cur = NULL;
     g_dsm_base = NULL;
     t_self->w.pub.mt = 0;
+    CL.C = 1;
+    CL.dim[0] = CL.dim[1] = CL.dim[2] = 1;
     cuemu_w = &g_idle.w.pub;
     g_in_launch = 0;
     pthread_mutex_unlock(&g_launch_mu);

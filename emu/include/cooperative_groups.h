@@ -44,7 +44,7 @@ static inline unsigned tile_mask(unsigned size)
     unsigned m = size >= 32 ? 0xFFFFFFFFu : (((1u << size) - 1u) << (lane / size * size));
     return m & warp_lanes();
 }
-enum { kind_block = 1, kind_tile = 2, kind_coalesced = 3, kind_grid = 4 };
+enum { kind_block = 1, kind_tile = 2, kind_coalesced = 3, kind_grid = 4, kind_cluster = 5 };
 }  // namespace details
 
 /* What every group converts to. A thread_group holds what it needs to synchronise itself. */
@@ -59,6 +59,8 @@ public:
     {
         if (kind_ == details::kind_block)
             cuemu_syncthreads(file, line);
+        else if (kind_ == details::kind_cluster)
+            cuemu_cluster_sync(file, line);
         else if (kind_ == details::kind_grid)
             cuemu_device_error(cudaErrorNotSupported, file, line,
                                "not supported here: grid_group::sync (a grid-wide barrier, "
@@ -242,7 +244,7 @@ static inline T reduce(const thread_block_tile<N, P> &g, T v, Op op,
 }
 }  // namespace cooperative_groups
 
-/* this_cluster(): every block a cluster of one (thread block clusters need an sm_90 GPU) */
+/* this_cluster(): thread block clusters (sm_90) */
 #include "cuemu_cluster.h"
 
 #endif /* __cplusplus */

@@ -54,6 +54,7 @@ struct cuemu_tls {
     struct uint3 block_idx, block_dim, grid_dim;
     int atomic_depth;          /* > 0 while an atomic runs: its accesses are not races */
     int mt;                    /* 1: this launch runs on several host threads (real atomics) */
+    struct uint3 cluster_dim;  /* blocks per thread block cluster (1,1,1: none) */
 };
 extern CUEMU_HIDDEN __thread struct cuemu_tls *cuemu_w;
 /* cuemu_w's value, read by an instruction of its own: in the clang build a plain read would
@@ -111,11 +112,15 @@ struct cuemu_launch_desc {
     int         nptr;
     const void *ptr[16];
     unsigned char ptr_written[16];
+    /* thread block cluster: set by cudaLaunchKernelEx's cluster attribute, else {0,0,0}, and
+       then by cuemu_launch_prepare from the kernel's __cluster_dims__ (or 1,1,1) */
+    struct uint3 cluster;
 };
 typedef struct cuemu_launch_desc cuemu_launch_desc;
 
-/* Sticky error and launch-configuration checks; 0 = go ahead, else the error (recorded). */
-int  cuemu_launch_prepare(const cuemu_launch_desc *d);
+/* Sticky error and launch-configuration checks; 0 = go ahead, else the error (recorded).
+   Resolves d->cluster (the kernel's __cluster_dims__ when the launch gave none). */
+int  cuemu_launch_prepare(cuemu_launch_desc *d);
 /* 0 when p (argument `index` of the kernel) may be passed to a kernel; else reported. */
 int  cuemu_check_kernel_pointer(const cuemu_launch_desc *d, int index, const void *p);
 /* Records the host-pointer error once all arguments were checked. */
@@ -154,7 +159,21 @@ int  cuemuNoAccess(void *p, size_t n, void *buf, size_t buf_n, int on);
    last blocks of a 2^31-thread grid, where an int index overflows, without the rest). */
 void cuemuLaunchWindow(unsigned long long first, unsigned long long count);
 
+/* ---- thread block clusters (sm_90) ------------------------------------------------------ */
+/* A kernel's __cluster_dims__(x, y, z), registered when the program loads (the rewriter adds
+   the call after the kernel's definition). */
+void cuemu_cluster_dims_register(const void *func, unsigned x, unsigned y, unsigned z);
+/* cudaFuncSetAttribute(func, cudaFuncAttributeNonPortableClusterSizeAllowed, on): clusters of
+   up to 16 blocks instead of the portable 8 (from the runtime). */
+void cuemu_cluster_nonportable(const void *func, int on);
+
 /* ---- device-side operations (called only from inside a kernel) ------------------------ */
+/* cluster_group::sync(): a barrier of every thread of every block of the cluster. */
+void  cuemu_cluster_sync(const char *file, int line);
+/* cluster_group::map_shared_rank(p, rank): the same shared variable in block `rank`. */
+void *cuemu_cluster_map(const void *p, unsigned rank, const char *file, int line);
+/* cluster_group::query_shared_rank(p): the rank whose shared memory holds p (-1: none). */
+int   cuemu_cluster_query(const void *p);
 /* A thread's kernel body returned: 1 if the next thread of the block is now current and its
    body may run right away, on the same stack (nothing in the block has waited yet); 0 if the
    caller must return to the core instead. */

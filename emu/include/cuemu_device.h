@@ -44,7 +44,10 @@
    (C++23) and <experimental/simd> would still collide. */
 #define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(...)
-/* sm_90 thread block clusters: ignored, every block a cluster of one (cuemu_cluster.h) */
+/* sm_90 thread block clusters: the rewriter registers a kernel's __cluster_dims__(x, y, z) after
+   its definition (cuemu::cluster_reg below); the attribute itself is then nothing. A template
+   kernel's is not registered (each of its specialisations has an address of its own): it runs
+   as clusters of one unless cudaLaunchKernelEx gives the shape (docs/no-gpu.md). */
 #define __cluster_dims__(...)
 #define __align__(n) __attribute__((aligned(n)))
 #define __builtin_align__(n) __attribute__((aligned(n)))
@@ -559,8 +562,16 @@ struct cfg {
     dim3 grid, block;
     size_t smem;
     cudaStream_t stream;
+    uint3 cluster;   /* {0,0,0}: the kernel's own __cluster_dims__, if any */
     cfg(dim3 g, dim3 b, size_t s = 0, cudaStream_t st = 0)
-        : grid(g), block(b), smem(s), stream(st) {}
+        : grid(g), block(b), smem(s), stream(st), cluster{0, 0, 0} {}
+};
+
+/* The rewriter's registration of a kernel's __cluster_dims__ (at namespace scope, after the
+   kernel's definition). */
+struct cluster_reg {
+    cluster_reg(const void *f, unsigned x, unsigned y = 1, unsigned z = 1)
+    { cuemu_cluster_dims_register(f, x, y, z); }
 };
 
 /* What a queued launch keeps until it runs: the kernel body and the copied arguments. */
@@ -604,8 +615,9 @@ template <class T> static inline int check_arg(cuemu_launch_desc *d, int i, cons
         return 0;
 }
 
+/* Returns 0, or the launch configuration's error (recorded as the last error too). */
 template <class AddrL, class Body, class... A>
-static inline void launch(const cfg &c, const char *name, const char *file, int line, AddrL addr,
+static inline int launch(const cfg &c, const char *name, const char *file, int line, AddrL addr,
                           Body body, A &&...a)
 {
     cuemu_launch_desc d;
@@ -624,7 +636,8 @@ static inline void launch(const cfg &c, const char *name, const char *file, int 
     d.block = c.block;
     d.dsmem = c.smem;
     d.stream = (void *)c.stream;
-    if (cuemu_launch_prepare(&d) != 0) return;
+    d.cluster = c.cluster;
+    if (int e = cuemu_launch_prepare(&d)) return e;
     /* arguments are copied at the launch, as CUDA does; the copy lives until the queued
        launch has run */
     typedef std::tuple<typename std::decay<A>::type...> Tup;
@@ -634,14 +647,70 @@ static inline void launch(const cfg &c, const char *name, const char *file, int 
     if (bad) {
         delete ctx;
         cuemu_launch_refuse(&d);
-        return;
+        return 0;   /* as a GPU: the fault comes at the next synchronisation */
     }
     d.body = &run_thread<Body, Tup>;
     d.ctx = ctx;
     d.ctx_free = &free_ctx<Body, Tup>;
     cuemu_launch_enqueue(&d);
+    return 0;
 }
 }  // namespace cuemu
+
+// ---- cudaLaunchKernelEx: a launch with attributes (thread block clusters) ---------------------
+typedef struct cudaLaunchAttribute_st {
+    enum cudaLaunchAttributeID id;
+    char pad[8 - sizeof(enum cudaLaunchAttributeID)];
+    cudaLaunchAttributeValue val;
+} cudaLaunchAttribute;
+/* gridDim and blockDim are the built-in variables' macros: the rewriter renames the members
+   where a program names them (config.gridDim -> config.cuemu_gridDim) */
+typedef struct cudaLaunchConfig_st {
+    dim3 cuemu_gridDim;
+    dim3 cuemu_blockDim;
+    size_t dynamicSmemBytes;
+    cudaStream_t stream;
+    cudaLaunchAttribute *attrs;
+    unsigned int numAttrs;
+} cudaLaunchConfig_t;
+namespace cuemu {
+/* The config pointer with the call's site: a parameter pack leaves no room for default
+   arguments after it, so the site comes with the first argument's conversion. */
+struct launch_ex_site {
+    const cudaLaunchConfig_t *config;
+    const char *file;
+    int line;
+    launch_ex_site(const cudaLaunchConfig_t *c, const char *f = __builtin_FILE(),
+                   int l = __builtin_LINE()) : config(c), file(f), line(l) {}
+};
+}  // namespace cuemu
+/* Runs the kernel like <<<gridDim, blockDim, dynamicSmemBytes, stream>>> with the attributes:
+   a cluster dimension sets the launch's clusters; an access policy window, a priority and a
+   synchronisation policy are hints accepted here; a cooperative launch is not supported here.
+   Errors come back from this call (and cudaGetLastError), as from a <<<>>> launch. */
+template <class... ExpTypes, class... ActTypes>
+static inline cudaError_t cudaLaunchKernelEx(::cuemu::launch_ex_site site,
+                                             void (*kernel)(ExpTypes...), ActTypes &&...args)
+{
+    const cudaLaunchConfig_t *config = site.config;
+    if (!config || !kernel || (config->numAttrs && !config->attrs))
+        return cudaErrorInvalidValue;
+    ::cuemu::cfg c(config->cuemu_gridDim, config->cuemu_blockDim, config->dynamicSmemBytes,
+                   config->stream);
+    for (unsigned i = 0; i < config->numAttrs; i++) {
+        const cudaLaunchAttribute &a = config->attrs[i];
+        if (a.id == cudaLaunchAttributeClusterDimension) {
+            c.cluster = uint3{a.val.clusterDim.x, a.val.clusterDim.y, a.val.clusterDim.z};
+        } else if (a.id == cudaLaunchAttributeCooperative && a.val.cooperative) {
+            return cuemu_not_supported("cudaLaunchKernelEx with cudaLaunchAttributeCooperative "
+                                       "(grid-wide synchronisation)", site.file, site.line);
+        }
+    }
+    return (cudaError_t)::cuemu::launch(
+        c, "(the kernel given to cudaLaunchKernelEx)", site.file, site.line,
+        [&](auto &&...) { return ::cuemu::kaddr(::cuemu::prio<2>{}, kernel); },
+        [kernel](auto &&...a) { kernel(a...); }, static_cast<ExpTypes>(std::forward<ActTypes>(args))...);
+}
 
 #endif /* CUEMU_HOST_SOURCE */
 #endif /* __cplusplus */

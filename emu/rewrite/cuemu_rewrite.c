@@ -13,6 +13,8 @@
  * and before each kernel declaration, a companion that tells a launch the kernel's parameter
  * types (see kernel_companion):
  *
+ *   cfg.gridDim, p->blockDim       ->  cfg.cuemu_gridDim, p->cuemu_blockDim (members: the
+ *                                       built-in variables are macros)
  *   __shared__ T name[N];           ->  static thread_local T name[N];
  *                                       static thread_local ::cuemu::shared_reg r(name);
  *   template <..> __global__ void k(P)  ->  template <..> auto cuemu_kfn_k(P) -> void (*)(P);
@@ -24,6 +26,7 @@
  * The output starts with `#line 1 "IN.cu"` and keeps every newline of the input where it was,
  * so a compiler error in the .cpp points at the student's line in the .cu file.
  */
+#define _POSIX_C_SOURCE 200809L   /* open_memstream */
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -229,6 +232,10 @@ static int has_code(size_t a, size_t b)
    checks), which the arguments' types do not tell (`int *` for a `const T *`). */
 static char **kernel_names;
 static size_t nkernel_names;
+/* Text to write at src position pending_pos, once the copy reaches it: the registration of a
+   kernel's __cluster_dims__, after the kernel's definition (see cluster_registration). */
+static char  *pending;
+static size_t pending_pos;
 static int word_at(size_t i, const char *w);
 static int in_directive(size_t i);
 
@@ -269,6 +276,56 @@ static void emit_params_no_defaults(size_t a, size_t b)
             s = i + 1;
         }
     }
+}
+
+/* __cluster_dims__(x, y, z) among the specifiers [start, name) of a kernel (not a template:
+   each specialisation would need its own): after the kernel's definition (or declaration), on
+   the same line as its last character,
+
+     static ::cuemu::cluster_reg cuemu_cluster_reg_k_LINE(
+         (const void *)static_cast<void (*)(P)>(k), x, y, z);
+
+   registers the shape by the kernel's address, which every launch of it knows. */
+static void cluster_registration(size_t start, size_t name, size_t name_end, size_t po, size_t pc)
+{
+    size_t cd = 0;
+    for (size_t i = start; i < name; i++)
+        if (src[i] == '_' && word_at(i, "__cluster_dims__")) { cd = i; break; }
+    /* or just before the specifiers: `__cluster_dims__(2, 1, 1) __global__ void k(...)` */
+    size_t p = skip_ws_back(start);
+    if (!cd && p > 0 && src[p - 1] == ')' && code[p - 1]) {
+        int depth = 0;
+        size_t q = p;
+        while (q > 0) {
+            q--;
+            if (!code[q]) continue;
+            if (src[q] == ')') depth++;
+            else if (src[q] == '(' && --depth == 0) break;
+        }
+        q = skip_ws_back(q);
+        if (depth == 0 && q >= 16 && word_at(q - 16, "__cluster_dims__")) cd = q - 16;
+    }
+    if (!cd || pending) return;
+    size_t ao = skip_ws_fwd(cd + 16);
+    if (ao >= n || src[ao] != '(') return;
+    size_t ac = match_close(ao), after = skip_ws_fwd(pc + 1), end;
+    if (after >= n) return;
+    end = src[after] == '{' ? match_close(after) + 1 : after + 1;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len), *saved = out;
+    if (!f) die("out of memory");
+    out = f;
+    fprintf(out, " static ::cuemu::cluster_reg cuemu_cluster_reg_%.*s_%d((const void *)"
+            "static_cast<void (*)(", (int)(name_end - name), src + name, line_of(name));
+    emit_params_no_defaults(po + 1, pc);
+    fprintf(out, ")>(%.*s), ", (int)(name_end - name), src + name);
+    emit_flat(out, ao + 1, ac, 0);
+    fputs(");", out);
+    fclose(f);
+    out = saved;
+    pending = text;
+    pending_pos = end;
 }
 
 /* `__global__` at g: writes src[copied, start of the declaration) and the companion, and
@@ -327,6 +384,7 @@ static size_t kernel_companion(size_t g, size_t copied)
     if (!po || name == name_end || isdigit((unsigned char)src[name])) return copied;
     size_t before = skip_ws_back(name);
     if (before >= 1 && (src[before - 1] == ':' || src[before - 1] == '~')) return copied;
+    if (!th) cluster_registration(start, name, name_end, po, pc);
     fwrite(src + copied, 1, start - copied, out);
     if (th) {
         emit_flat(out, th, te, 0);
@@ -640,6 +698,13 @@ int main(int argc, char **argv)
 
     size_t copied = 0;
     for (size_t i = 0; i + 2 < n; i++) {
+        if (pending && i >= pending_pos && copied <= pending_pos) {
+            fwrite(src + copied, 1, pending_pos - copied, out);
+            fputs(pending, out);
+            free(pending);
+            pending = NULL;
+            copied = pending_pos;
+        }
         if (!code[i]) continue;
         if (src[i] == '<' && src[i + 1] == '<' && src[i + 2] == '<' && code[i + 1] && code[i + 2]) {
             size_t ks = kernel_start(i);
@@ -649,6 +714,16 @@ int main(int argc, char **argv)
             i = copied - 1;
         } else if (src[i] == '_' && word_at(i, "__global__") && !in_directive(i)) {
             copied = kernel_companion(i, copied);
+        } else if ((src[i] == 'g' && word_at(i, "gridDim")) || (src[i] == 'b' && word_at(i, "blockDim"))) {
+            /* a member named gridDim or blockDim (cudaLaunchConfig_t's): the header's macros for
+               the built-in variables would take it, so it is cuemu_gridDim there */
+            size_t p = skip_ws_back(i);
+            if (p > 0 && (src[p - 1] == '.' || (src[p - 1] == '>' && p > 1 && src[p - 2] == '-'))
+                && code[p - 1]) {
+                fwrite(src + copied, 1, i - copied, out);
+                fputs("cuemu_", out);
+                copied = i;
+            }
         } else if (src[i] == '_' && word_at(i, "__shared__") && !in_directive(i)) {
             fwrite(src + copied, 1, i - copied, out);
             copied = rewrite_static_shared(i);
@@ -675,6 +750,12 @@ int main(int argc, char **argv)
             }
         }
     }
+    if (pending && copied <= pending_pos) {
+        fwrite(src + copied, 1, pending_pos - copied, out);
+        fputs(pending, out);
+        copied = pending_pos;
+    }
+    free(pending);
     fwrite(src + copied, 1, n - copied, out);
     if (fclose(out) != 0) die("cannot write %s", tmp);
     if (rename(tmp, argv[2]) != 0) die("cannot rename %s to %s", tmp, argv[2]);

@@ -1806,13 +1806,17 @@ cudaError_t (cudaFuncSetAttribute)(const void *func, enum cudaFuncAttribute attr
             if (f) f->carveout = value; else e = cudaErrorMemoryAllocation;
         }
         break;
+    case cudaFuncAttributeNonPortableClusterSizeAllowed:
+        /* clusters of up to 16 blocks for this kernel (the core checks launches) */
+        if (value < 0 || value > 1) e = cudaErrorInvalidValue;
+        else cuemu_cluster_nonportable(func, value);
+        break;
     case cudaFuncAttributeClusterDimMustBeSet:
     case cudaFuncAttributeRequiredClusterWidth:
     case cudaFuncAttributeRequiredClusterHeight:
     case cudaFuncAttributeRequiredClusterDepth:
-    case cudaFuncAttributeNonPortableClusterSizeAllowed:
     case cudaFuncAttributeClusterSchedulingPolicyPreference:
-        break;      /* accepted; clusters are not emulated */
+        break;      /* accepted: the shape comes from __cluster_dims__ or the launch */
     default:
         e = cudaErrorInvalidValue;
         break;

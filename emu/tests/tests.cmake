@@ -58,6 +58,8 @@ set(EMU_BUG_misaligned
     "(misaligned (16-byte read|access of global memory 'const struct float4') in kernel shifted_float4_kernel, block \\(0,0,0\\), thread \\(0,0,0\\) at [^ ]*misaligned.cu:[0-9]+: [^\n]*not a multiple of 16 -> cudaErrorMisalignedAddress|float4 part skipped on 64-bit Arm with clang: [^\n]*does not fault).*misaligned write of shared memory 'int' in kernel odd_shared_kernel.*misaligned: passed")
 set(EMU_BUG_peer_access_missing
     "kernel scale_kernel launched at [^ ]*peer_access_missing.cu:[0-9]+ runs on device 0 and touched memory of device 1 without peer access \\(address 0x[0-9a-f]+, byte [0-9]+ of the 3108-byte allocation made by the cudaMalloc at [^ ]*peer_access_missing.cu:[0-9]+ on device 1\\): on a GPU this is an illegal address \\(cudaErrorIllegalAddress\\). Call cudaDeviceEnablePeerAccess\\(1, 0\\) with device 0 current.*cudaMemPoolSetAccess.*peer_access_missing: passed")
+set(EMU_BUG_cluster_dsmem
+    "distributed shared memory [a-z]+ in kernel neighbour_kernel, block \\([0-9,]+\\), thread \\([0-9,]+\\) at [^ ]*cluster_dsmem.cu:[0-9]+: byte [0-9]+ of extern __shared__ 'part' of block \\([0-9,]+\\) \\(rank [0-9] of the cluster\\), which has not started yet.*which has already exited.*out-of-bounds write of distributed shared memory in kernel past_end_kernel.*the cluster has 4 blocks \\(ranks 0 to 3\\).*deadlock in kernel early_exit_kernel.*exited without reaching it.*cluster_dsmem: passed")
 
 file(GLOB EMU_BUG_TESTS "${REPO_ROOT}/emu/tests/bugs/*.cu")
 list(SORT EMU_BUG_TESTS)
