@@ -76,7 +76,7 @@ EMU_LTOLINK  := $(if $(EMU_LTO),-flto $(foreach o,simplifycfg-sink-common simpli
 
 EMU_REWRITE  := $(BUILD)/emu/cuemu-rewrite
 EMU_RUNTIME  := $(EMU_BUILD)/libcuemu.a
-EMU_HEADERS  := $(wildcard emu/include/*.h emu/include/*.hpp)
+EMU_HEADERS  := $(wildcard emu/include/*.h emu/include/*.hpp emu/include/cuda/*)
 # -g: fault reports find the file:line with addr2line; DWARF 4 because addr2line (binutils
 # 2.40) names the .cpp instead of the #line file in DWARF 5 line tables
 # -fsanitize=alignment: misaligned accesses reach the emulator's handler (emu/core/access.c)
