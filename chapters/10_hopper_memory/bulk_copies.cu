@@ -17,7 +17,8 @@
  *   2  the whole tile as one 2D box through a tensor map (10.8).
  * A bulk copy has two rules: both addresses 16-byte aligned and the size a multiple of 16
  * bytes (so here the width a multiple of 4 floats: versions 1 and 2 refuse any other), and the
- * barrier must expect exactly the bytes that arrive (`expect_tx`), or its phase never ends.
+ * barrier must expect exactly the bytes that arrive (`expect_tx`): with more, its phase never
+ * ends; with fewer, it may end before the data is there.
  *
  * Exercises: 10.7, 10.8 (grep -n "TODO(student)" *.cu). On the emulator both run (the copies
  * land when the barrier's phase ends, a read before the wait sees shared memory's poison); on
