@@ -5,7 +5,8 @@
  * whose outside part arrives as zeros, each completed by a block-scope cuda::barrier. On the
  * emulator a copy lands when its barrier's phase ends, so a read without the wait reads the
  * poison; a phase that cannot end (more bytes expected than copied) is a reported deadlock; a
- * misaligned bulk copy is cudaErrorMisalignedAddress; the encoder names the rule a map breaks.
+ * misaligned bulk copy is cudaErrorMisalignedAddress, one past the end of its destination
+ * array cudaErrorIllegalAddress; the encoder names the rule a map breaks.
  */
 #include <cooperative_groups.h>
 #include <cuda/barrier>
@@ -85,6 +86,22 @@ __global__ void box_kernel(const __grid_constant__ CUtensorMap map, int c0, int 
 #endif
 }
 
+/* The planted bug: a copy 16 bytes longer than its destination array. */
+__global__ void overflow_kernel(const float *in, float *out)
+{
+#if HAS_BULK
+    __shared__ __align__(16) float tile[16];
+    __shared__ block_barrier bar;
+    if (threadIdx.x == 0)
+        init(&bar, blockDim.x);
+    __syncthreads();
+    if (threadIdx.x == 0)
+        cuda::memcpy_async(tile, in, cuda::aligned_size_t<16>(sizeof tile + 16), bar);
+    bar.arrive_and_wait();
+    out[threadIdx.x] = tile[threadIdx.x];
+#endif
+}
+
 static PFN_cuTensorMapEncodeTiled_v12000 encoder()
 {
     void *fn = NULL;
@@ -159,6 +176,16 @@ int main()
     EXPECT(cudaDeviceSynchronize() == cudaErrorLaunchFailure);
     EXPECT_DIAG("deadlock: every thread of the block waits on a cuda::barrier",
                 "0 arrival(s) and 16 byte(s) of expected transactions missing");
+    CUDA_OK(cudaDeviceReset());
+
+    /* a copy past the end of its destination array */
+    CUDA_OK(cudaMalloc(&d_in, n * sizeof(float)));
+    CUDA_OK(cudaMalloc(&d_out, n * sizeof(float)));
+    cuemuClearDiagnostic();
+    overflow_kernel<<<1, 16>>>(d_in, d_out);
+    EXPECT(cudaDeviceSynchronize() == cudaErrorIllegalAddress);
+    EXPECT_DIAG("cuda::memcpy_async: the copy's 80 bytes at byte 0 of __shared__ 'tile' run 16 "
+                "bytes past its end (64 bytes)");
     CUDA_OK(cudaDeviceReset());
 
     /* a bulk copy from 4 bytes past a 16-byte boundary */
