@@ -86,6 +86,29 @@ __global__ void box_kernel(const __grid_constant__ CUtensorMap map, int c0, int 
 #endif
 }
 
+/* out[t] = the sum of in[p * 32 + t] over `phases` phases of one barrier, each chunk by a bulk
+   copy into one of two buffers: a thread reaches the next phase's wait while others are still
+   leaving the last one's. */
+__global__ void phases_kernel(const float *in, int phases, float *out)
+{
+#if HAS_BULK
+    __shared__ __align__(16) float buf[2][32];
+    __shared__ block_barrier bar;
+    if (threadIdx.x == 0)
+        init(&bar, blockDim.x);
+    __syncthreads();
+    float acc = 0.0f;
+    for (int p = 0; p < phases; p++) {
+        if (threadIdx.x == 0)   /* buf[p & 1] was last read in phase p - 2: everyone is past it */
+            cuda::memcpy_async(buf[p & 1], in + 32 * p, cuda::aligned_size_t<16>(sizeof buf[0]),
+                               bar);
+        bar.arrive_and_wait();
+        acc += buf[p & 1][threadIdx.x];
+    }
+    out[threadIdx.x] = acc;
+#endif
+}
+
 /* The planted bug: a copy 16 bytes longer than its destination array. */
 __global__ void overflow_kernel(const float *in, float *out)
 {
@@ -144,6 +167,16 @@ int main()
         CUDA_OK(cudaMemcpy(h_out, d_out, sizeof h_out, cudaMemcpyDeviceToHost));
         for (int i = 0; i < n; i++)
             EXPECT_EQ_INT(h_out[i], 2 * h_in[i]);
+    }
+
+    phases_kernel<<<1, 32>>>(d_in, 5, d_out);
+    CUDA_OK(cudaGetLastError());
+    CUDA_OK(cudaMemcpy(h_out, d_out, 32 * sizeof(float), cudaMemcpyDeviceToHost));
+    for (int t = 0; t < 32; t++) {
+        float want = 0.0f;
+        for (int p = 0; p < 5; p++)
+            want += h_in[32 * p + t];
+        EXPECT_EQ_INT(h_out[t], want);
     }
 
     /* the box at (6, 3): columns 6..9 and rows 3..6 of a 5 x 8 matrix; 8, 9 and 5, 6 outside */
