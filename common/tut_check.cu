@@ -35,12 +35,20 @@ static const char *tut_basename(const char *path)
 extern "C" int tut_record(int code, const char *expr, const char *file, int line)
 {
     const char *name, *text;
+    char built[64];
     if (code == TUT_ERR_TODO) {
         name = "ExerciseNotDone";
         text = "this exercise is still a TODO(student)";
     } else if (code == TUT_ERR_ARG) {
         name = "InvalidArgument";
         text = "argument rejected by the C code";
+    } else if (code == TUT_ERR_NEWER_CUDA) {
+        name = "NeedsNewerCuda";
+        /* 13.0 and later here only when TUT_HAS_CUDA13=0 forced the 12.x side (its test) */
+        snprintf(built, sizeof built, "needs CUDA 13.0 (built with %d.%d%s)",
+                 CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10,
+                 CUDART_VERSION >= 13000 ? " and TUT_HAS_CUDA13=0" : "");
+        text = built;
     } else {
         name = cudaGetErrorName((cudaError_t)code);
         text = cudaGetErrorString((cudaError_t)code);

@@ -23,6 +23,7 @@
 /* Status values beyond cudaError_t (all CUDA error codes are >= 0). */
 #define TUT_ERR_TODO    (-1)   /* the student's TODO(student) hole was reached */
 #define TUT_ERR_ARG     (-2)   /* bad argument caught in C (Python should have caught it first) */
+#define TUT_ERR_NEWER_CUDA (-3) /* a call the CUDA toolkit it was built with lacks: Python skips */
 /* This value and below: a chapter's own errors (a pool's "double free"...), recorded with
    tut_record_error, which names them; Python raises tut.LibraryError. */
 #define TUT_ERR_LIBRARY (-100)

@@ -9,8 +9,14 @@
  *     device). On 12.x the 13 names are made to mean the _v2 functions.
  *   - cudaDeviceProp lost clockRate, memoryClockRate and other fields in 13: the chapters read
  *     them with cudaDeviceGetAttribute (cudaDevAttrMemoryClockRate, ...), which both have.
+ *   - Calls that are new in 13.0 (chapter 10's batched prefetch, discard and copy, the default
+ *     managed pool, the host pools' device attribute) have no 12.x form to stand in for them.
+ *     Code using one is compiled only `#if TUT_HAS_CUDA13`; in its place TUT_NEEDS_CUDA13("the
+ *     call") returns TUT_ERR_NEWER_CUDA, which Python raises as a skip: "needs CUDA 13.0 (built
+ *     with 12.4)". A test of such a call cannot run on 12.x, so it must neither pass nor fail.
  *
- * The emulator's cuda_runtime.h is CUDA 13's API (CUDART_VERSION 13000): nothing here applies.
+ * The emulator's cuda_runtime.h is CUDA 13's API (CUDART_VERSION 13000): nothing here applies
+ * unless TUT_HAS_CUDA13=0 is forced.
  */
 #ifndef TUT_CUDA_COMPAT_H
 #define TUT_CUDA_COMPAT_H
@@ -20,6 +26,19 @@
 #if CUDART_VERSION < 12040
 #error "the course needs the CUDA toolkit 12.4 or newer (nvcc --version); or the emulator: make BACKEND=cpu"
 #endif
+
+/* -DTUT_HAS_CUDA13=0 builds the 12.x side with 13's headers: make platforms ONLY=cuda12 runs
+   chapter 10 built so on the emulator. */
+#ifndef TUT_HAS_CUDA13
+#define TUT_HAS_CUDA13 (CUDART_VERSION >= 13000)
+#endif
+
+/* In a function with `int status` and a `cleanup:` label, like CUDA_CHECK. */
+#define TUT_NEEDS_CUDA13(call)                                                \
+    do {                                                                      \
+        status = tut_record(TUT_ERR_NEWER_CUDA, call, __FILE__, __LINE__);    \
+        goto cleanup;                                                         \
+    } while (0)
 
 #if CUDART_VERSION < 13000
 #define cudaMemPrefetchAsync cudaMemPrefetchAsync_v2

@@ -90,7 +90,10 @@ EMU_ALIGN    := $(if $(EMU_SANITIZE),,-fsanitize=alignment $(EMU_DIVZERO) $(if $
 # -Wno-psabi (gcc): a kernel taking a CUtensorMap (64-byte aligned) by value draws gcc's note that
 # such parameters changed ABI in gcc 4.6, which concerns no code built here
 EMU_CXXFLAGS := -std=c++17 -O2 -fPIC -g -gdwarf-4 -Iemu/include -isystememu/include/unsupported -include cuda_runtime.h $(EMU_TRACE) $(EMU_LTOFLAGS) $(EMU_ALIGN) $(EMU_SANFLAGS) $(if $(filter gcc,$(EMU_CXX_KIND)),-Wno-psabi)
-EMU_CFLAGS   := -std=gnu11 -O2 -fPIC -g -Wall -Iemu/include $(EMU_SANFLAGS)
+# The runtime built as Ubuntu's gcc builds it by default (_FORTIFY_SOURCE, whose longjmp check
+# once aborted failed kernels there, emu/core/sched.c): every distribution tests the same code.
+EMU_FORTIFY  := $(if $(EMU_SANITIZE),,-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2)
+EMU_CFLAGS   := -std=gnu11 -O2 -fPIC -g -Wall -Iemu/include $(EMU_FORTIFY) $(EMU_SANFLAGS)
 EMU_LDLIBS   := -lpthread -lm -ldl -lrt $(EMU_LTOLINK) $(EMU_SANFLAGS)
 
 EMU_LIB_SRC  := $(wildcard emu/core/*.c emu/core/*.cpp emu/core/*.S \

@@ -190,6 +190,25 @@ class Harness(unittest.TestCase):
                          (-104, "TPOOL_ERR_FOREIGN", "chapters/x/x.cu:12"))
         self.assertIsInstance(lib.error(-2), ValueError)
 
+    def test_a_call_the_toolkit_lacks_skips_naming_it(self):
+        """Chapter 10 built with CUDA 12.x: TUT_NEEDS_CUDA13 (tut_cuda_compat.h) is a skip with
+        the call and the versions, neither a pass nor a failure."""
+        text = (b"hopper_memory.cu:269: cudaMemPrefetchBatchAsync -> NeedsNewerCuda: "
+                b"needs CUDA 13.0 (built with 12.4)")
+        fake = type("CDLL", (), {
+            "tut_last_error_file": lambda self: b"solutions/10_x/x.cu",
+            "tut_last_error_line": lambda self: 269,
+            "tut_last_error_name": lambda self: b"NeedsNewerCuda",
+            "tut_last_error_message": lambda self: text,
+            "tut_last_error_expr": lambda self: b"cudaMemPrefetchBatchAsync"})()
+        lib = tut.Library.__new__(tut.Library)
+        lib.cdll = fake
+        e = lib.error(tut.TUT_ERR_NEWER_CUDA)
+        self.assertIsInstance(e, tut.Skip)
+        self.assertNotIsInstance(e, (tut.CudaError, tut.LibraryError))
+        self.assertIn("cudaMemPrefetchBatchAsync", str(e))
+        self.assertIn("needs CUDA 13.0 (built with 12.4)", str(e))
+
     def test_a_missing_linked_library_skips_naming_it(self):
         """A chapter library built elsewhere (CUDA 12's cuBLAS) on a machine that lacks one of
         the libraries it links: every test skips, naming the library, and nothing crashes."""
@@ -223,6 +242,31 @@ class Harness(unittest.TestCase):
             self.assertIn("SKIP: libtutdep.so.12, which this build links, is not on this machine",
                           printed.getvalue())
             self.assertEqual([r["status"] for r in json.loads(out.read_text())], ["SKIP"])
+
+    def test_make_check_skips_too_when_a_linked_library_is_missing(self):
+        """The same through make check's runner (tools/check.py: a process per test on a GPU),
+        which reported every test as a crash with the loader's traceback."""
+        import os
+        with tempfile.TemporaryDirectory() as tmp:
+            t = Path(tmp)
+            (t / "dep.c").write_text("int dep_value(void) { return 7; }\n")
+            (t / "lib.c").write_text("int dep_value(void);\nint value(void) { return dep_value(); }\n")
+            lib = t / "gpu" / "solutions" / "lib00_device_query.so"
+            lib.parent.mkdir(parents=True)
+            subprocess.run(["cc", "-shared", "-fPIC", "-o", str(t / "libtutdep.so.12"),
+                            "-Wl,-soname,libtutdep.so.12", str(t / "dep.c")], check=True)
+            subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(t / "lib.c"),
+                            str(t / "libtutdep.so.12")], check=True)
+            (t / "libtutdep.so.12").unlink()
+            env = dict(os.environ, TUT_BUILD=tmp, TUT_BACKEND="gpu")
+            subprocess.run([sys.executable, str(REPO / "tools" / "check.py"), "--mode",
+                            "solutions", "--chapters", "00_device_query"], env=env,
+                           capture_output=True, text=True, timeout=120)
+            rows = [json.loads(f.read_text())[0]
+                    for f in sorted((t / "results" / "gpu" / "solutions").glob("*.json"))]
+            self.assertTrue(rows)
+            self.assertEqual({r["status"] for r in rows}, {"SKIP"}, rows)
+            self.assertIn("libtutdep.so.12, which this build links", rows[0]["message"])
 
     def test_ids_are_unique(self):
         ch = tut.Chapter(7, "07_x")

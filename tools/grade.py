@@ -38,9 +38,11 @@ import argparse
 import ast
 import bz2
 import concurrent.futures
+import contextlib
 import csv
 import ctypes
 import datetime
+import fcntl
 import gzip
 import hashlib
 import json
@@ -936,15 +938,16 @@ class Grader:
                               test_id, "--seed", str(self.seed), "--json", str(jpath)], ws,
                              rw=[scratch], ro=[self.hidden] if hidden_test and self.hidden
                              else [], hidden_env=hidden_test)
-        started = time.monotonic()
         # the harness sends each test's output to a file: past this size its process dies of
         # SIGXFSZ (a printf flood), reported below as output over the limit
         env = dict(env, TUT_OUTPUT_MAX=str(self.max_output))
         # isolated: the time limit is CPU time of the submission's own processes (the checker
         # sums them), so a neighbour's load cannot eat it; the wall clock is a backstop
         wall = 2 * self.timeout + 10 if self.mode == "isolated" else self.timeout
-        rc, why = run_limited(cmd, ws, env, wall, self.max_output, log,
-                              fsize=self.mode != "isolated")
+        with gpu_turn(self.backend):
+            started = time.monotonic()   # the wait for the GPU is not the test's time
+            rc, why = run_limited(cmd, ws, env, wall, self.max_output, log,
+                                  fsize=self.mode != "isolated")
         entry["seconds"] = round(time.monotonic() - started, 3)
         result = None
         if not why and jpath.exists():
@@ -1450,6 +1453,28 @@ def grade_slurm(grader, args):
           f"of wall time\nwrote {book}\nwrote {args.out / 'feedback'}/<student>.txt and "
           f"{args.out / 'results'}/<student>/ (task logs: {slurm}/<task>.log)")
     return 0 if run.returncode == 0 else 1
+
+
+@contextlib.contextmanager
+def gpu_turn(backend):
+    """BACKEND=gpu: one test at a time on this machine's GPU(s). A test's leak check is the
+    device memory in use after it against before it (cudaMemGetInfo: the whole device's), so a
+    test of another submission allocating or freeing at the same time would be counted as this
+    one's leak or hide it: measured on an H200 on 2026-12-04, 8 tests at a time made honest
+    submissions lose 2 to 9 of 9 points to "device memory leak" rows of up to 16 GB. CTest runs
+    the GPU tests one at a time for the same reason (RESOURCE_LOCK gpu). A file lock, so that
+    two grading runs on one machine take turns too; compiling stays parallel (--jobs)."""
+    if backend != "gpu":
+        yield
+        return
+    devices = re.sub(r"[^0-9A-Za-z,-]", "_", os.environ.get("CUDA_VISIBLE_DEVICES", "all"))
+    path = Path(tempfile.gettempdir()) / f"tut-grade-gpu-{os.getuid()}-{devices}.lock"
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def write_gradebook(out, roster):

@@ -12,7 +12,9 @@
 #                   debootstrap under $CHROOTS when it is missing (root only).
 #   nvcc            every chapter compiled (device code through ptxas) for each architecture.
 #   CUDA 12         every chapter built with the chroot's CUDA 12 nvcc (Debian 13's non-free
-#                   nvidia-cuda-toolkit), when it is there.
+#                   nvidia-cuda-toolkit), when it is there: the solutions' libraries and every
+#                   exercise file; and chapter 10's 12.x side (what stands in for CUDA 13.0's
+#                   own calls) run on the emulator, built with TUT_HAS_CUDA13=0.
 #   hooks           every executable tools/platforms.d/*.sh (the 64-bit Arm leg, say): run with
 #                   REPO, OUT, CHROOTS in the environment, it prints rows "platform|compiler|what|result".
 #
@@ -195,8 +197,43 @@ if want "cuda12"; then
         else
             row "Debian 13 CUDA $rel" "nvcc, g++-13" "every solution's library (sm_90)" "FAIL (see $OUT/cuda12.log)"
         fi
+        # the exercise files as handed out (the solutions with holes, and with their own
+        # TUT_HAS_CUDA13 guards) must compile with 12.x too: device code through ptxas
+        t0=$(date +%s); stubs=""; bad=""
+        for f in chapters/*/*.cu; do cmp -s "$f" "solutions/${f#chapters/}" || stubs="$stubs $f"; done
+        for f in $stubs; do
+            chroot "$TRIXIE" bash -c "cd '$REPO' && nvcc -ccbin g++-13 -std=c++17 -Icommon -I'$(dirname "$f")' -arch=sm_90 --cuda -o /dev/null '$f'" \
+                >>"$OUT/cuda12.log" 2>&1 || bad="$bad $f"
+        done
+        row "Debian 13 CUDA $rel" "nvcc, g++-13" "every exercise file that differs from its solution (sm_90)" "$([ -z "$bad" ] && echo "pass ($(echo $stubs | wc -w) files, $(secs "$t0") s)" || echo "FAIL:$bad")"
     else
         row "CUDA 12" "-" "every chapter's library" "skipped: no CUDA 12 nvcc in $TRIXIE (apt-get install nvidia-cuda-toolkit there)"
+    fi
+    # What a 12.x build does in place of CUDA 13.0's own calls (TUT_NEEDS_CUDA13), run here: the
+    # emulator (whose API is 13.0's) builds the 12.x side when told TUT_HAS_CUDA13=0. Each test
+    # must pass, or skip saying what it needs; a test that fails or errs is a bug of the guards.
+    t0=$(date +%s); b="$OUT/cuda12-side"; py="$PYTHON"
+    "$py" -c 'import numpy' >/dev/null 2>&1 || { make --no-print-directory BUILD="$OUT/python" PYTHON="$PYTHON" python >/dev/null && py="$OUT/python/venv/bin/python"; }
+    if make --no-print-directory BUILD="$b" BACKEND=cpu EMU_FLAGS_10_hopper_memory=-DTUT_HAS_CUDA13=0 \
+            "$b/cpu/solutions/lib10_hopper_memory.so" >"$OUT/cuda12-side.log" 2>&1; then
+        rm -f "$b/10.json"
+        TUT_BUILD="$b" TUT_BACKEND=cpu TUT_TREE=solutions "$py" chapters/10_hopper_memory/driver.py \
+            --check --json "$b/10.json" >>"$OUT/cuda12-side.log" 2>&1
+        verdict="$("$py" - "$b/10.json" 2>>"$OUT/cuda12-side.log" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))
+needs = [r["id"] for r in rows if r["status"] == "SKIP" and "needs CUDA 13.0" in r["message"]]
+other = [r["id"] for r in rows if r["status"] == "SKIP" and r["id"] not in needs]
+bad = [f'{r["id"]} {r["status"]}' for r in rows if r["status"] not in ("PASS", "SKIP")]
+print(("pass" if needs and not bad else "FAIL") + f": {', '.join(needs) or 'none'} skip, "
+      f"naming the call and 'needs CUDA 13.0'; {sum(r['status'] == 'PASS' for r in rows)} pass"
+      + (f"; {', '.join(other)} skip as on any emulator" if other else "")
+      + (f"; {', '.join(bad)}" if bad else ""))
+PY
+)" || verdict="FAIL: no results (see $OUT/cuda12-side.log)"
+        row "emulator, as CUDA 12.x" "TUT_HAS_CUDA13=0" "chapter 10's solutions built without 13.0's calls, run" "$verdict ($(secs "$t0") s)"
+    else
+        row "emulator, as CUDA 12.x" "TUT_HAS_CUDA13=0" "chapter 10's solutions built without 13.0's calls, run" "FAIL: build (see $OUT/cuda12-side.log)"
     fi
 fi
 

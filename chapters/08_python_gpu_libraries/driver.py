@@ -1150,6 +1150,8 @@ def _poisoned(lib, n):
 @CH.check("library-streams", "our stream in CuPy, PyTorch and Numba (external streams), record_stream, PyTorch's CAI version 2")
 def test_library_streams(ctx):
     need_gpu(ctx.lib, "the stream check")
+    # the libraries read our arrays through the CAI export, whose strides are 08.1's
+    prerequisites(ctx, {"08.1"}, "the stream check")
     # in a fresh process: the libraries' streams, pools and modules set up there are not this
     # process's memory, which the harness checks for leaks
     r = run_child(ctx.lib, "library_streams")

@@ -112,7 +112,7 @@ extern "C" int bench_prefetch(int mode, size_t count, size_t each, int device, i
     int status = 0;
     char *m = NULL;
     void **ptrs = NULL;
-    size_t *sizes = NULL, first = 0;
+    size_t *sizes = NULL;
     cudaStream_t s = NULL;
     tut_timer t = {};
     struct cudaMemLocation to = bench_where(device), host = bench_where(-1);
@@ -140,11 +140,18 @@ extern "C" int bench_prefetch(int mode, size_t count, size_t each, int device, i
         if (mode == 0 || mode == 3) {
             for (size_t r = 0; r < count; r++)
                 CUDA_CHECK(cudaMemPrefetchAsync(ptrs[r], sizes[r], to, 0, s));
-        } else if (mode == 1 || mode == 4) {
-            CUDA_CHECK(cudaMemPrefetchBatchAsync(ptrs, sizes, count, &to, &first, 1, 0, s));
         } else {
-            CUDA_CHECK(cudaMemDiscardAndPrefetchBatchAsync(ptrs, sizes, count, &to, &first, 1,
-                                                           0, s));
+#if TUT_HAS_CUDA13
+            size_t first = 0;   /* one location, for the ranges from the first on */
+            if (mode == 1 || mode == 4)
+                CUDA_CHECK(cudaMemPrefetchBatchAsync(ptrs, sizes, count, &to, &first, 1, 0, s));
+            else
+                CUDA_CHECK(cudaMemDiscardAndPrefetchBatchAsync(ptrs, sizes, count, &to, &first,
+                                                               1, 0, s));
+#else
+            TUT_NEEDS_CUDA13(mode == 2 ? "cudaMemDiscardAndPrefetchBatchAsync"
+                                       : "cudaMemPrefetchBatchAsync");
+#endif
         }
         CUDA_CHECK(tut_timer_lap(&t, i, times_ms));
     }
@@ -168,11 +175,9 @@ extern "C" int bench_copies(int mode, size_t count, size_t each, int reps, float
     char *h = NULL, *d = NULL;
     void **dsts = NULL;
     const void **srcs = NULL;
-    size_t *sizes = NULL, first = 0;
+    size_t *sizes = NULL;
     cudaStream_t s = NULL;
     tut_timer t = {};
-    struct cudaMemcpyAttributes attr = {};
-    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
     TUT_REQUIRE((mode == 0 || mode == 1) && count > 0 && each > 0);
     dsts = (void **)calloc(count, sizeof *dsts);
     srcs = (const void **)calloc(count, sizeof *srcs);
@@ -196,7 +201,14 @@ extern "C" int bench_copies(int mode, size_t count, size_t each, int reps, float
                 CUDA_CHECK(cudaMemcpyAsync(dsts[c], srcs[c], sizes[c], cudaMemcpyHostToDevice,
                                            s));
         } else {
+#if TUT_HAS_CUDA13
+            struct cudaMemcpyAttributes attr = {};
+            size_t first = 0;   /* one set of attributes, for the copies from the first on */
+            attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
             CUDA_CHECK(cudaMemcpyBatchAsync(dsts, srcs, sizes, count, &attr, &first, 1, s));
+#else
+            TUT_NEEDS_CUDA13("cudaMemcpyBatchAsync");
+#endif
         }
         CUDA_CHECK(tut_timer_lap(&t, i, times_ms));
     }
@@ -228,7 +240,6 @@ extern "C" int bench_alloc(int kind, size_t bytes, int count, int reps, float *t
     unsigned long long keep_all = UINT64_MAX, old_threshold = 0;
     struct cudaMemPoolProps props = {};
     struct cudaMemAccessDesc access = {};
-    struct cudaMemLocation none = {};
     void *p = NULL;
     TUT_REQUIRE(kind >= 0 && kind <= 3 && count > 0 && bytes > 0);
     CUDA_CHECK(cudaGetDevice(&dev));
@@ -243,8 +254,13 @@ extern "C" int bench_alloc(int kind, size_t bytes, int count, int reps, float *t
         CUDA_CHECK(cudaMemPoolSetAccess(made, &access, 1));
         pool = made;
     } else if (kind == 3) {
+#if TUT_HAS_CUDA13
+        struct cudaMemLocation none = {};
         none.type = cudaMemLocationTypeNone;
         CUDA_CHECK(cudaMemGetDefaultMemPool(&pool, &none, cudaMemAllocationTypeManaged));
+#else
+        TUT_NEEDS_CUDA13("cudaMemGetDefaultMemPool");
+#endif
     }
     if (pool != NULL) {
         CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &old_threshold));

@@ -213,6 +213,8 @@ cleanup:
 }
 
 // ---- CUDA 13.0's batches -----------------------------------------------------------------------
+/* Built with a CUDA 12.x toolkit, which has none of these calls, the functions below that need
+   one say so instead (TUT_NEEDS_CUDA13, common/tut_cuda_compat.h) and their tests skip. */
 
 /* 10.2. One cudaMemPrefetchBatchAsync for `count` ranges of managed memory: ranges
    [0, split) to `device`, ranges [split, count) to the host. A batch names its destinations
@@ -224,8 +226,12 @@ extern "C" int prefetch_batch(void **ptrs, size_t *sizes, size_t count, size_t s
 {
     int status = 0;
     TUT_REQUIRE(count > 0 && split <= count);
+#if TUT_HAS_CUDA13
     // TODO(student) 10.2: fill locs/idxs (device from range 0 if split > 0, the host from range split if split < count) and make the one batch call (~13 lines)
     TUT_TODO();
+#else
+    TUT_NEEDS_CUDA13("cudaMemPrefetchBatchAsync");
+#endif
 cleanup:
     return status;
 }
@@ -239,8 +245,13 @@ extern "C" int discard_prefetch_batch(void **ptrs, size_t *sizes, size_t count, 
     int status = 0;
     struct cudaMemLocation loc = location_of(device);
     TUT_REQUIRE(count > 0);
+#if TUT_HAS_CUDA13
     // TODO(student) 10.3: one cudaMemDiscardAndPrefetchBatchAsync: every range to loc (~4 lines)
     TUT_TODO();
+#else
+    (void)loc;
+    TUT_NEEDS_CUDA13("cudaMemDiscardAndPrefetchBatchAsync");
+#endif
 cleanup:
     return status;
 }
@@ -253,8 +264,12 @@ extern "C" int copy_batch(void **dsts, const void **srcs, size_t *sizes, size_t 
 {
     int status = 0;
     TUT_REQUIRE(count > 0);
+#if TUT_HAS_CUDA13
     // TODO(student) 10.4: the attributes (srcAccessOrder: stream order), then one cudaMemcpyBatchAsync (~6 lines)
     TUT_TODO();
+#else
+    TUT_NEEDS_CUDA13("cudaMemcpyBatchAsync");
+#endif
 cleanup:
     return status;
 }
@@ -286,9 +301,13 @@ cleanup:
 extern "C" int managed_pool(cudaMemPool_t *out)
 {
     int status = 0;
+#if TUT_HAS_CUDA13
     struct cudaMemLocation none = {};
     none.type = cudaMemLocationTypeNone;
     CUDA_CHECK(cudaMemGetDefaultMemPool(out, &none, cudaMemAllocationTypeManaged));
+#else
+    TUT_NEEDS_CUDA13("cudaMemGetDefaultMemPool");
+#endif
 cleanup:
     return status;
 }
@@ -343,9 +362,14 @@ cleanup:
 /* The device attribute that says whether host pools are there (CUDA 13.0). */
 extern "C" int host_pools_supported(int *yes)
 {
-    int status = 0, dev = 0;
+    int status = 0;
+#if TUT_HAS_CUDA13
+    int dev = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(yes, cudaDevAttrHostMemoryPoolsSupported, dev));
+#else
+    TUT_NEEDS_CUDA13("cudaDevAttrHostMemoryPoolsSupported");
+#endif
 cleanup:
     return status;
 }

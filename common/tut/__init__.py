@@ -40,8 +40,8 @@ os.environ.setdefault("CUDA_MODULE_LOADING", "EAGER")
 
 from .paths import REPO, backend, build_dir, library_path, tree  # noqa: E402
 from .errors import (EXIT_FAIL, EXIT_PASS, EXIT_SKIP, NO_GPU_ERRORS, POISON_BYTE,  # noqa: E402
-                     TUT_ERR_ARG, TUT_ERR_LIBRARY, TUT_ERR_TODO, CudaError, ExerciseNotDone,
-                     LibraryError, NotBuilt, Skip)
+                     TUT_ERR_ARG, TUT_ERR_LIBRARY, TUT_ERR_NEWER_CUDA, TUT_ERR_TODO, CudaError,
+                     ExerciseNotDone, LibraryError, NotBuilt, Skip)
 from .library import Library, c_float_p, c_size_t_p, isolated, load_chapter  # noqa: E402
 from .args import check_array, check_count, ptr  # noqa: E402
 from .owners import Handle, Owner  # noqa: E402

@@ -2,6 +2,7 @@
 """The exceptions a chapter's C code turns into, and the status and exit codes they come from."""
 TUT_ERR_TODO = -1   # same values as common/tut_check.h
 TUT_ERR_ARG = -2
+TUT_ERR_NEWER_CUDA = -3   # a call the toolkit the library was built with lacks: a Skip
 TUT_ERR_LIBRARY = -100   # this and below: a chapter's own errors (LibraryError)
 EXIT_PASS, EXIT_FAIL, EXIT_SKIP = 0, 1, 77
 

@@ -5,8 +5,8 @@ import os
 import re
 from pathlib import Path
 
-from .errors import (TUT_ERR_ARG, TUT_ERR_LIBRARY, TUT_ERR_TODO, CudaError, ExerciseNotDone,
-                     LibraryError, NotBuilt)
+from .errors import (TUT_ERR_ARG, TUT_ERR_LIBRARY, TUT_ERR_NEWER_CUDA, TUT_ERR_TODO, CudaError,
+                     ExerciseNotDone, LibraryError, NotBuilt, Skip)
 from .paths import REPO, backend, library_path
 
 
@@ -120,6 +120,9 @@ class Library:
         expr = self.cdll.tut_last_error_expr().decode()
         if status == TUT_ERR_ARG:
             return ValueError(f"the C code refused an argument: {message}")
+        if status == TUT_ERR_NEWER_CUDA:
+            # built with a CUDA 12.x that lacks the call (tut_cuda_compat.h): nothing to test
+            return Skip(message)
         if status <= TUT_ERR_LIBRARY:
             return LibraryError(status, name, message, _relative(where))
         return CudaError(status, name, message, _relative(where), expr, self.diagnostic())

@@ -101,6 +101,18 @@ def _row_details(r):
     return out
 
 
+def missing_linked_library(e):
+    """The skip message when loading a chapter library failed (OSError e) because a library
+    it links is not on this machine: one built elsewhere (with CUDA 12, say) run where only
+    another toolkit's cuBLAS is installed. None for any other OSError."""
+    missing = re.search(r"(\S+\.so[.\d]*): cannot open shared object file", str(e))
+    if missing is None:
+        return None
+    return (f"{missing.group(1)}, which this build links, is not on this machine (it belongs "
+            f"to the CUDA toolkit the library was built with): install it, or rebuild with "
+            f"this machine's toolkit (make clean && make)")
+
+
 class Context:
     """What a test function gets: the library, a seeded generator, and the sizes to try."""
 
@@ -377,14 +389,9 @@ class Chapter:
             self._write_unrun(args, "ERROR", str(e), backend())   # graders see why, per test
             return EXIT_FAIL
         except OSError as e:
-            # A library the build links is not on this machine: a library built elsewhere
-            # (with CUDA 12, say) run where only another toolkit's cuBLAS is installed.
-            missing = re.search(r"(\S+\.so[.\d]*): cannot open shared object file", str(e))
-            if missing is None:
+            skip = missing_linked_library(e)
+            if skip is None:
                 raise
-            skip = (f"{missing.group(1)}, which this build links, is not on this machine (it "
-                    f"belongs to the CUDA toolkit the library was built with): install it, or "
-                    f"rebuild with this machine's toolkit (make clean && make)")
             print(f"SKIP: {skip}")
             self._write_unrun(args, "SKIP", skip, backend())
             return EXIT_SKIP

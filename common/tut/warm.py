@@ -32,6 +32,7 @@ from pathlib import Path
 
 from . import capture, paths
 from .errors import CudaError, NotBuilt
+from .runner import missing_linked_library
 
 # Seconds of CPU time a test may use (the emulator's watchdog stops a kernel sooner, see
 # WATCHDOG_S), and of wall time (a test blocked without using the CPU), before it is stopped.
@@ -195,6 +196,12 @@ class ChapterRun:
                     self._unrun([t for _, t in tests], "NOT BUILT", e.error or "the build "
                                 "failed", build_log=e.log_path, todo=_place(e.error),
                                 blame=self.ch.exercise_at(_place(e.error)))
+                    os._exit(0)
+                except OSError as e:   # a library it links is missing: skip, as --check does
+                    skip = missing_linked_library(e)
+                    if skip is None:
+                        raise
+                    self._unrun([t for _, t in tests], "SKIP", skip)
                     os._exit(0)
             skip = self.ch._cannot_run(lib)
             if skip:

@@ -9,6 +9,11 @@
  * need no locking, and a run is deterministic for a given CUEMU_ORDER.
  */
 #define _GNU_SOURCE
+/* A kernel that fails is left by siglongjmp from the failing fiber's stack to its host
+   thread's. glibc's fortified longjmp (_FORTIFY_SOURCE, which Ubuntu's gcc turns on by default)
+   takes a jump to a stack at a lower address for a jump into a dead frame and aborts the
+   process ("longjmp causes uninitialized stack frame"): it does not know fibers. */
+#undef _FORTIFY_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <execinfo.h>
