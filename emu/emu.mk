@@ -76,7 +76,7 @@ EMU_LTOLINK  := $(if $(EMU_LTO),-flto $(foreach o,simplifycfg-sink-common simpli
 
 EMU_REWRITE  := $(BUILD)/emu/cuemu-rewrite
 EMU_RUNTIME  := $(EMU_BUILD)/libcuemu.a
-EMU_HEADERS  := $(wildcard emu/include/*.h emu/include/*.hpp)
+EMU_HEADERS  := $(wildcard emu/include/*.h emu/include/*.hpp emu/include/cuda/*)
 # -g: fault reports find the file:line with addr2line; DWARF 4 because addr2line (binutils
 # 2.40) names the .cpp instead of the #line file in DWARF 5 line tables
 # -fsanitize=alignment: misaligned accesses reach the emulator's handler (emu/core/access.c)
@@ -87,7 +87,9 @@ EMU_ALIGN    := $(if $(EMU_SANITIZE),,-fsanitize=alignment $(EMU_DIVZERO) $(if $
 # -isystem emu/include/unsupported: one-line "not supported here" stand-ins for toolkit headers
 # the emulator does not offer (mma.h, curand.h, ...), searched after the program's own -I dirs
 # and before the system's, where a toolkit installed in /usr/local/include would be found.
-EMU_CXXFLAGS := -std=c++17 -O2 -fPIC -g -gdwarf-4 -Iemu/include -isystememu/include/unsupported -include cuda_runtime.h $(EMU_TRACE) $(EMU_LTOFLAGS) $(EMU_ALIGN) $(EMU_SANFLAGS)
+# -Wno-psabi (gcc): a kernel taking a CUtensorMap (64-byte aligned) by value draws gcc's note that
+# such parameters changed ABI in gcc 4.6, which concerns no code built here
+EMU_CXXFLAGS := -std=c++17 -O2 -fPIC -g -gdwarf-4 -Iemu/include -isystememu/include/unsupported -include cuda_runtime.h $(EMU_TRACE) $(EMU_LTOFLAGS) $(EMU_ALIGN) $(EMU_SANFLAGS) $(if $(filter gcc,$(EMU_CXX_KIND)),-Wno-psabi)
 # The runtime built as Ubuntu's gcc builds it by default (_FORTIFY_SOURCE, whose longjmp check
 # once aborted failed kernels there, emu/core/sched.c): every distribution tests the same code.
 EMU_FORTIFY  := $(if $(EMU_SANITIZE),,-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2)

@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: MIT
 """Chapter 10 hopper_memory: the memory of a Hopper GPU and of CUDA 13.0: an L2 window that
 keeps a table resident, batched prefetch, discard and copy calls, pools of pinned host and of
-managed memory, and thread block clusters sharing their shared memory.
+managed memory, thread block clusters sharing their shared memory, and bulk asynchronous copies
+(the TMA) feeding a tiled kernel.
 
 From the repository's root (make run uses the exercise tree; TUT_TREE=solutions the solutions):
     make run CH=10                the lesson's demo: this device's L2, a batch, a host pool
     make run CH=10 ARGS=--check   the tests (make check runs each exercise on its own)
     make run CH=10 ARGS=--bench   L2 window speedup, batched against looped calls, allocation
-                                  costs, the cluster histogram against global atomics
+                                  costs, the cluster histogram against global atomics, a
+                                  tile kernel fed by the TMA against one fed by loads
     build/venv/bin/python chapters/10_hopper_memory/driver.py [--check | --bench]   the same
 """
 import ctypes
@@ -33,6 +35,8 @@ CLUSTER = 4                                  # blocks per cluster (CLUSTER in cl
 HIST_CLUSTER, HIST_SHARED, HIST_GLOBAL = 0, 1, 2   # histogram()'s `how`
 SHARED_TABLE_MAX = 200 * KiB   # a per-block table this large fits an H100's or H200's 227 KiB
 LOG_COPY, LOG_PREFETCH, LOG_DISCARD, LOG_BATCH, LOG_L2_RESET = 2, 9, 13, 14, 15
+BLUR_R, TILE_W, TILE_H = 4, 32, 32           # bulk_copies.cu's BLUR_R, TILE_W, TILE_H
+BLUR_LOADS, BLUR_BULK, BLUR_TMA = 0, 1, 2    # blur()'s `how`
 
 
 @functools.cache
@@ -107,6 +111,13 @@ def c_api(lib):
         histogram=lib.bind("histogram", [I, P, Z, ctypes.c_uint, P, P]),
         # int bench_histogram(int how, size_t n, unsigned nbins, int reps, float *times_ms)
         bench_histogram=lib.bind("bench_histogram", [I, Z, ctypes.c_uint, I, tut.c_float_p]),
+        # int bulk_supported(int *yes)                                        (bulk_copies.cu)
+        bulk_supported=lib.bind("bulk_supported", [IP]),
+        # int blur(int how, const float *d_in, float *d_out, int height, int width,
+        #     cudaStream_t s)
+        blur=lib.bind("blur", [I, P, P, I, I, P]),
+        # int bench_blur(int how, int height, int width, int reps, float *times_ms)
+        bench_blur=lib.bind("bench_blur", [I, I, I, I, tut.c_float_p]),
     )
 
 
@@ -499,6 +510,86 @@ def test_cluster_histogram(ctx):
                          name=f"cluster histogram, {nbins} bins, {data.size} values")
 
 
+# ---- bulk asynchronous copies (bulk_copies.cu) ---------------------------------------------------
+def require_bulk(lib):
+    if lib.backend == "cpu":
+        tut.note("the emulator lands each bulk copy when its barrier's phase ends: a read of the "
+                 "tile before the wait sees shared memory's poison (NaN), in every thread order")
+        return
+    yes = I()
+    c_api(lib).bulk_supported(ctypes.byref(yes))
+    if not yes.value:
+        raise tut.Skip("this GPU has no Tensor Memory Accelerator: bulk asynchronous copies and "
+                       "tensor maps need compute capability 9.0 (Hopper) or later")
+
+
+def blur_reference(img):
+    """out[r][c] = mean of img[r - R .. r + R][c], rows outside the image counted as 0."""
+    h = img.shape[0]
+    padded = np.zeros((h + 2 * BLUR_R, img.shape[1]))
+    padded[BLUR_R:BLUR_R + h] = img
+    return sum(padded[k:k + h] for k in range(2 * BLUR_R + 1)) / (2 * BLUR_R + 1)
+
+
+def blur_shapes(ctx, widths_of_4=True):
+    """(height, width): one row, fewer rows than the blur's reach, tiles cut at both edges, and
+    (on a GPU) a large image; widths a multiple of 4 (what a bulk copy needs) unless asked."""
+    shapes = [(1, 4), (3, 36), (32, 32), (41, 68), (100, 132)]
+    if not widths_of_4:
+        shapes += [(5, 1), (37, 33), (66, 70)]
+    if ctx.large:
+        shapes.append((2049, 4100))
+    return shapes
+
+
+def run_blur(lib, how, img, offset=0):
+    """blur(how) of img on the device; offset: bytes the input starts past a 256-byte boundary."""
+    h, w = img.shape
+    with Stream(lib) as s, tut.DeviceBuffer(lib, img.nbytes + offset) as d_in, \
+            tut.DeviceBuffer(lib, img.nbytes) as d_out:
+        src = ctypes.c_void_p(d_in.ptr.value + offset)
+        lib.htod(src, tut.ptr(img), img.nbytes)
+        c_api(lib).blur(how, src, d_out.ptr, h, w, s.handle)
+        s.synchronize()
+        got = d_out.download(np.float32, img.shape)
+        d_out.check_guards()
+    return got
+
+
+def check_blur(ctx, how, what, widths_of_4=True):
+    for h, w in blur_shapes(ctx, widths_of_4):
+        img = tut.random_f32(ctx.rng, h, w)
+        tut.assert_close(run_blur(ctx.lib, how, img), blur_reference(img), rtol=1e-5, atol=1e-5,
+                         name=f"{what}, {h} x {w} image ({-(-h // TILE_H)} x {-(-w // TILE_W)} "
+                              f"tiles of {TILE_H} x {TILE_W})")
+
+
+def check_bulk_rules(ctx, how, what):
+    """A width that is not a multiple of 4 floats, or an image not 16-byte aligned: refused."""
+    for h, w, offset in ((9, 34, 0), (9, 36, 4)):
+        img = tut.random_f32(ctx.rng, h, w)
+        e = tut.expect_raises(tut.LibraryError, lambda: run_blur(ctx.lib, how, img, offset),
+                              f"{what} of a {h} x {w} image {offset} bytes past a 16-byte "
+                              f"boundary (a bulk copy needs 16-byte aligned rows)")
+        if e.name != "BULK_COPY_RULES":
+            raise AssertionError(f"{what}: refused with {e.name}, want BULK_COPY_RULES: {e}")
+    ctx.lib.clear_last_error()
+
+
+@CH.exercise(7, "blur_bulk_kernel: a tile's rows by cuda::memcpy_async, completed by a cuda::barrier")
+def test_blur_bulk(ctx):
+    require_bulk(ctx.lib)
+    check_blur(ctx, BLUR_BULK, "blur fed by bulk copies (version 1)")
+    check_bulk_rules(ctx, BLUR_BULK, "blur fed by bulk copies")
+
+
+@CH.exercise(8, "blur_tma_kernel: the tile as one box of a 2D tensor map")
+def test_blur_tma(ctx):
+    require_bulk(ctx.lib)
+    check_blur(ctx, BLUR_TMA, "blur fed by a tensor map (version 2)")
+    check_bulk_rules(ctx, BLUR_TMA, "blur fed by a tensor map")
+
+
 # ---- checks (lesson code) ---------------------------------------------------------------------
 @CH.check("managed-pool", "the default managed pool (CUDA 13.0): managed memory, stream-ordered")
 def test_managed_pool(ctx):
@@ -540,6 +631,11 @@ def test_histograms(ctx):
                 continue   # more than one block's shared memory: what 10.6's clusters are for
             tut.assert_equal(run_histogram(ctx.lib, how, data, nbins), want,
                              name=f"{what} histogram, {nbins} bins, {data.size} values")
+
+
+@CH.check("blur-loads", "the blur 10.7 and 10.8 are measured against: a tile fed by plain loads")
+def test_blur_loads(ctx):
+    check_blur(ctx, BLUR_LOADS, "blur fed by loads (version 0)", widths_of_4=False)
 
 
 # ---- demo and bench -----------------------------------------------------------------------------
@@ -584,6 +680,7 @@ def bench(lib):
                   ("L2 window" if window else "no window"), gbps, "GB/s", ceiling)
         b.figure(f"L2 window speedup, {table_mib} MiB table, spl {spl}", ms[0] / ms[1], "x")
     _bench_histograms(lib, b, gpu, reps, ceiling)
+    _bench_blur(lib, b, gpu, reps, ceiling)
     # -- batched against looped prefetches, and a discard --
     count, each = (1024, 64 * KiB) if gpu else (16, 64 * KiB)
     print(f"\n{count} managed ranges of {each // KiB} KiB, dirty on the host, sent to device 0 "
@@ -677,6 +774,31 @@ def _bench_histograms(lib, b, gpu, reps, ceiling):
             if HIST_SHARED in ms:
                 b.figure(f"histogram, {nbins} bins: per-block table time / cluster DSMEM time",
                          ms[HIST_SHARED] / ms[HIST_CLUSTER], "x")
+
+
+def _bench_blur(lib, b, gpu, reps, ceiling):
+    api = c_api(lib)
+    h, w = (8192, 8192) if gpu else (256, 256)
+    print(f"\nvertical blur of a {h} x {w} float image, {2 * BLUR_R + 1} rows per output, tiles of "
+          f"{TILE_H} x {TILE_W} (GB/s of 2 * h * w * 4 bytes: the image read once and written "
+          f"once; ratio: to the copy ceiling):")
+    try:
+        require_bulk(lib)
+        bulk = True
+    except tut.Skip as e:
+        bulk = False
+        print(f"  the TMA-fed versions: not measured ({e})")
+    ms = {}
+    for how, what in ((BLUR_LOADS, "tile fed by plain loads"),
+                      (BLUR_BULK, "tile fed by one bulk copy per row (cuda::memcpy_async)"),
+                      (BLUR_TMA, "tile fed by one 2D tensor-map copy")):
+        if how != BLUR_LOADS and not bulk:
+            continue
+        ms[how] = tut.median_ms(lambda r, t: api.bench_blur(how, h, w, r, t), reps)
+        b.row(f"blur, {what}", 2 * h * w * 4 / (ms[how] * 1e-3) / 1e9, "GB/s", ceiling)
+    for how, what in ((BLUR_BULK, "bulk copies"), (BLUR_TMA, "tensor map")):
+        if how in ms:
+            b.figure(f"blur: loads time / {what} time", ms[BLUR_LOADS] / ms[how], "x")
 
 
 def warm_up(lib):

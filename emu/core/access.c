@@ -183,6 +183,23 @@ int cuemu_access_in_shared(const void *p)
     return 0;
 }
 
+/* For <cuda/barrier>'s bulk copies: the shared region holding p (its first byte, size and
+   name, "dynamic shared memory" for the dynamic area); 0 if p lies in none. */
+int cuemu_access_shared_extent(const void *p, const void **lo, size_t *n, const char **name)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (a < g_lo || a >= g_hi) return 0;
+    for (int i = 0; i < g_nreg; i++)
+        if (a - (uintptr_t)g_reg[i].lo < g_reg[i].n) {
+            *lo = g_reg[i].lo;
+            *n = g_reg[i].n;
+            *name = g_reg[i].name ? g_reg[i].name
+                                  : g_reg[i].dynamic ? "dynamic shared memory" : "?";
+            return 1;
+        }
+    return 0;
+}
+
 void cuemu_access_dyn_name(const char *name)
 {
     if (g_nreg > 0) g_reg[0].name = name;

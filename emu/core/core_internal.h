@@ -107,6 +107,8 @@ void cuemu_access_warp_sync(unsigned warp);
 void cuemu_access_shared_var(void *p, size_t n, const char *name);
 /* For the profile: 1 if p lies in the dynamic shared area or a __shared__ variable. */
 int  cuemu_access_in_shared(const void *p);
+/* The region holding p: first byte, size, name (<cuda/barrier>'s bulk copies); 0 if none. */
+int  cuemu_access_shared_extent(const void *p, const void **lo, size_t *n, const char **name);
 /* Called for every access a kernel thread makes, once the checks passed (NULL: nobody). */
 extern CUEMU_HIDDEN void (*cuemu_access_observer)(const void *addr, unsigned size, int write,
                                                   void *pc);

@@ -78,6 +78,14 @@ CUEMU_DRIVER_API CUresult cuGetErrorName(CUresult error, const char **pStr);
 CUEMU_DRIVER_API CUresult cuGetErrorString(CUresult error, const char **pStr);
 CUEMU_DRIVER_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
                                            unsigned long long flags, void *symbolStatus);
+/* called directly, the encoder is the driver API too; cudaGetDriverEntryPointByVersion hands
+   out the emulator's (cuemu_tensor_map.h) */
+CUEMU_DRIVER_API CUresult cuTensorMapEncodeTiled(
+    CUtensorMap *tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank,
+    void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides,
+    const cuuint32_t *boxDim, const cuuint32_t *elementStrides, CUtensorMapInterleave interleave,
+    CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion,
+    CUtensorMapFloatOOBfill oobFill);
 #undef CUEMU_DRIVER_API
 #undef CUEMU_DRIVER_API_WHY
 #ifdef __cplusplus

@@ -872,6 +872,8 @@ const char *cuemuProfileReport(void);
 #include "cuemu_runtime_ext.h"
 /* CUDA 13.0's batched prefetch, discard and copy calls, and pools by location and type */
 #include "cuemu_cuda13_memory.h"
+/* tensor maps and cudaGetDriverEntryPointByVersion (emu/runtime/tensor_map.c) */
+#include "cuemu_tensor_map.h"
 
 #ifdef __cplusplus
 /* ---- C++ overloads that CUDA's own cuda_runtime.h adds -------------------------------- */

@@ -1,4 +1,0 @@
-/* SPDX-License-Identifier: MIT */
-/* <cudaTypedefs.h> for the CPU emulator: stops the build at the #include line (the compiler names it
-   above this error) instead of letting the toolkit's copy be found, which would not compile. */
-#error "not supported here: the driver API (<cudaTypedefs.h>); the CPU emulator runs the CUDA runtime API, see docs/no-gpu.md"
