@@ -45,4 +45,17 @@
 #define cudaMemAdvise cudaMemAdvise_v2
 #endif
 
+#if CUDART_VERSION < 12050
+/* cudaGetDriverEntryPointByVersion came with 12.5. Before it, cudaGetDriverEntryPoint gives a
+   symbol's default version; for what chapter 10 looks up (cuTensorMapEncodeTiled, which has one
+   version, 12.0's) that is the same function. */
+static inline cudaError_t cudaGetDriverEntryPointByVersion(
+    const char *symbol, void **fn, unsigned int cuda_version, unsigned long long flags,
+    enum cudaDriverEntryPointQueryResult *found)
+{
+    (void)cuda_version;
+    return cudaGetDriverEntryPoint(symbol, fn, flags, found);
+}
+#endif
+
 #endif /* TUT_CUDA_COMPAT_H */
