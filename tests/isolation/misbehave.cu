@@ -75,11 +75,9 @@ extern "C" int misbehave_scribble_elsewhere(void *buf, size_t n)
     return started();
 }
 
-// The same from processes that do not stay: a child in a session of its own forks its
-// successor and exits, over and over, each writing buf first. A freeze that walks the worker's
-// tree once, or ends at the first process gone, misses the one alive by then. (One every
-// 20 ms: a chain much faster than the checker's walk of the tree could stay a step ahead.)
-extern "C" int misbehave_scribble_escaping(void *buf, size_t n)
+// A chain of processes that do not stay: a child in a session of its own writes buf, forks its
+// successor and exits, over and over, pausing pause_us between links.
+static int scribble_chain(void *buf, size_t n, useconds_t pause_us)
 {
     pid_t pid = fork();
     if (pid < 0) return -1;
@@ -89,7 +87,7 @@ extern "C" int misbehave_scribble_escaping(void *buf, size_t n)
         setsid();
         for (unsigned char v = 1; !should_end(); v++) {
             for (size_t i = 0; i < target_n; i++) target[i] = v;
-            usleep(20000);
+            if (pause_us) usleep(pause_us);
             pid_t next = fork();
             if (next > 0) _exit(0);     // the successor goes on; this one is gone
             if (next < 0) usleep(1000);
@@ -99,25 +97,19 @@ extern "C" int misbehave_scribble_escaping(void *buf, size_t n)
     return started();
 }
 
+// The same from processes that do not stay. A freeze that walks the worker's tree once, or
+// ends at the first process gone, misses the one alive by then. (One every 20 ms: a chain much
+// faster than the checker's walk of the tree could stay a step ahead.)
+extern "C" int misbehave_scribble_escaping(void *buf, size_t n)
+{
+    return scribble_chain(buf, n, 20000);
+}
+
 // The same as fast as it can go: each process writes buf and forks its successor at once, no
 // pause, so the chain moves on in far less time than a walk of the process tree takes. Only a
 // signal to every process of its user at once (kill(-1) as that user) stops it; it ends by
 // itself as the others do.
 extern "C" int misbehave_scribble_racing(void *buf, size_t n)
 {
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    target = (volatile unsigned char *)buf;
-    target_n = n;
-    if (pid == 0) {
-        setsid();
-        for (unsigned char v = 1; !should_end(); v++) {
-            for (size_t i = 0; i < target_n; i++) target[i] = v;
-            pid_t next = fork();
-            if (next > 0) _exit(0);
-            if (next < 0) usleep(1000);
-        }
-        _exit(0);
-    }
-    return started();
+    return scribble_chain(buf, n, 0);
 }
