@@ -1860,6 +1860,40 @@ static void record_failure(int err, int sticky)
     }
 }
 
+/* Where a fault or an abort of a block lands (siglongjmp to g_jb): the host thread's own
+   stack again, its signals off, the failing block kept for the report. */
+static void fault_landed(void)
+{
+#ifdef CUEMU_ASAN
+    __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
+#endif
+    worker_signals_off();
+    g_jb_armed = 0;
+    lazy_settle();                   /* the reports read every thread's state */
+    g_fault_block = cuemu_block_idx;
+    cuemu_cur = NULL;
+}
+
+/* Before each block: its shared memory poisoned, so that uninitialised shared memory reads as
+   0xFF bytes (NaN, -1), and the canary past the end of its dynamic area set. */
+static void shared_poison(void)
+{
+    for (size_t v = 0; v < g_nshared; v++) memset(g_shared[v].p, 0xFF, g_shared[v].n);
+    if (g_dsm_size) memset(g_dsm_base, 0xFF, g_dsm_size);
+    if (g_dsm_size & 15)
+        memset(g_dsm_base + g_dsm_size, DSM_CANARY, 16 - (g_dsm_size & 15));
+}
+
+/* After a block whose canary was overwritten (dsm_canary_ok() false). */
+static void report_dsm_overflow(const cuemu_launch_desc *d)
+{
+    cuemu_core_diag("dynamic shared memory overflow in kernel %s, block (%u,%u,%u): a write past "
+                    "the end of extern __shared__ '%s' (%zu bytes given at launch at %s:%d); "
+                    "launch aborted", d->kernel, cuemu_block_idx.x, cuemu_block_idx.y,
+                    cuemu_block_idx.z, g_dsm_name ? g_dsm_name : "?", g_dsm_size, d->file,
+                    d->line);
+}
+
 /* Runs blocks of the launch L on this host thread (cuemu_w: its record, set up) until none
    is left or one failed; a failure is kept in the record, its report with the block's output
    (several host threads) or given at once (one). */
@@ -1868,14 +1902,7 @@ static __attribute__((noinline)) void worker_run(void)
     const cuemu_launch_desc *d = L.d;
     worker_signals_on();
     if (sigsetjmp(g_jb, 1)) {
-#ifdef CUEMU_ASAN
-        __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
-#endif
-        worker_signals_off();
-        g_jb_armed = 0;
-        lazy_settle();                   /* the reports read every thread's state */
-        g_fault_block = cuemu_block_idx;
-        cuemu_cur = NULL;
+        fault_landed();
         int sticky = 1, err;
         if (g_abort_err) {
             if (g_abort_msg[0]) cuemu_core_diag("%s", g_abort_msg);   /* "": said already (assert.c) */
@@ -1901,11 +1928,7 @@ static __attribute__((noinline)) void worker_run(void)
 #ifdef CUEMU_TSAN
         g_tsan_blockno = k;
 #endif
-        /* poison: uninitialised shared memory reads as 0xFF bytes (NaN, -1) */
-        for (size_t v = 0; v < g_nshared; v++) memset(g_shared[v].p, 0xFF, g_shared[v].n);
-        if (g_dsm_size) memset(g_dsm_base, 0xFF, g_dsm_size);
-        if (g_dsm_size & 15)
-            memset(g_dsm_base + g_dsm_size, DSM_CANARY, 16 - (g_dsm_size & 15));
+        shared_poison();
 #ifdef CUEMU_TSAN
         __tsan_release(&g_tsan_launch);          /* the poisoning precedes the block */
 #endif
@@ -1924,11 +1947,7 @@ static __attribute__((noinline)) void worker_run(void)
         if ((g_dsm_size & 15) && !dsm_canary_ok()) {
             g_jb_armed = 0;
             worker_signals_off();
-            cuemu_core_diag("dynamic shared memory overflow in kernel %s, block (%u,%u,%u): a "
-                            "write past the end of extern __shared__ '%s' (%zu bytes given at "
-                            "launch at %s:%d); launch aborted", d->kernel, cuemu_block_idx.x,
-                            cuemu_block_idx.y, cuemu_block_idx.z, g_dsm_name ? g_dsm_name : "?",
-                            g_dsm_size, d->file, d->line);
+            report_dsm_overflow(d);
             record_failure(E_ILLEGAL_ADDRESS, 1);
             return;
         }
@@ -2099,14 +2118,7 @@ static __attribute__((noinline)) void cluster_worker_run(void)
     worker_signals_on();
     if (g_dsm_region) mprotect(g_dsm_region, g_dsm_cap, PROT_NONE);
     if (sigsetjmp(g_jb, 1)) {
-#ifdef CUEMU_ASAN
-        __sanitizer_finish_switch_fiber(NULL, NULL, NULL);
-#endif
-        worker_signals_off();
-        g_jb_armed = 0;
-        lazy_settle();
-        g_fault_block = cuemu_block_idx;
-        cuemu_cur = NULL;
+        fault_landed();
         int sticky = 1, err;
         if (g_abort_err) {
             err = g_abort_err;
@@ -2142,10 +2154,7 @@ static __attribute__((noinline)) void cluster_worker_run(void)
         SW->pos = (g_order_mode == 1 ? CL.nk - 1 - k : k) * (unsigned long long)CL.C + (unsigned)r;
         if (g_order_mode == 2) order_fill(b);
         dsm_open(1);
-        for (size_t v = 0; v < g_nshared; v++) memset(g_shared[v].p, 0xFF, g_shared[v].n);
-        if (g_dsm_size) memset(g_dsm_base, 0xFF, g_dsm_size);
-        if (g_dsm_size & 15)
-            memset(g_dsm_base + g_dsm_size, DSM_CANARY, 16 - (g_dsm_size & 15));
+        shared_poison();
         cuemu_access_block();
         int stuck = run_block();
         int err = 0;
@@ -2155,11 +2164,7 @@ static __attribute__((noinline)) void cluster_worker_run(void)
             err = E_LAUNCH_FAILURE;
         } else if ((g_dsm_size & 15) && !dsm_canary_ok()) {
             g_jb_armed = 0;
-            cuemu_core_diag("dynamic shared memory overflow in kernel %s, block (%u,%u,%u): a "
-                            "write past the end of extern __shared__ '%s' (%zu bytes given at "
-                            "launch at %s:%d); launch aborted", d->kernel, cuemu_block_idx.x,
-                            cuemu_block_idx.y, cuemu_block_idx.z, g_dsm_name ? g_dsm_name : "?",
-                            g_dsm_size, d->file, d->line);
+            report_dsm_overflow(d);
             err = E_ILLEGAL_ADDRESS;
         }
         dsm_open(0);
