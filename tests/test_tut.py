@@ -110,6 +110,20 @@ class Owners(unittest.TestCase):
             h._live("run")
 
 
+def missing_dependency(t, name):
+    """A GPU solutions library t/gpu/solutions/NAME built against libtutdep.so.12, which is
+    then removed: what a library built with another toolkit (CUDA 12's cuBLAS) meets."""
+    (t / "dep.c").write_text("int dep_value(void) { return 7; }\n")
+    (t / "lib.c").write_text("int dep_value(void);\nint value(void) { return dep_value(); }\n")
+    lib = t / "gpu" / "solutions" / name
+    lib.parent.mkdir(parents=True)
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(t / "libtutdep.so.12"),
+                    "-Wl,-soname,libtutdep.so.12", str(t / "dep.c")], check=True)
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(t / "lib.c"),
+                    str(t / "libtutdep.so.12")], check=True)
+    (t / "libtutdep.so.12").unlink()   # built against it, now missing
+
+
 class Harness(unittest.TestCase):
     def results(self, statuses):
         return [{"exercise": ex, "status": s} for ex, s in statuses]
@@ -215,15 +229,7 @@ class Harness(unittest.TestCase):
         import os
         with tempfile.TemporaryDirectory() as tmp:
             t = Path(tmp)
-            (t / "dep.c").write_text("int dep_value(void) { return 7; }\n")
-            (t / "lib.c").write_text("int dep_value(void);\nint value(void) { return dep_value(); }\n")
-            lib = t / "gpu" / "solutions" / "lib07_x.so"
-            lib.parent.mkdir(parents=True)
-            subprocess.run(["cc", "-shared", "-fPIC", "-o", str(t / "libtutdep.so.12"),
-                            "-Wl,-soname,libtutdep.so.12", str(t / "dep.c")], check=True)
-            subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(t / "lib.c"),
-                            str(t / "libtutdep.so.12")], check=True)
-            (t / "libtutdep.so.12").unlink()   # built against it, now missing
+            missing_dependency(t, "lib07_x.so")
             ch = tut.Chapter(7, "07_x")
             ch.exercise(1, "t")(lambda ctx: None)
             saved = {k: os.environ.get(k) for k in ("TUT_BUILD", "TUT_BACKEND", "TUT_TREE")}
@@ -249,15 +255,7 @@ class Harness(unittest.TestCase):
         import os
         with tempfile.TemporaryDirectory() as tmp:
             t = Path(tmp)
-            (t / "dep.c").write_text("int dep_value(void) { return 7; }\n")
-            (t / "lib.c").write_text("int dep_value(void);\nint value(void) { return dep_value(); }\n")
-            lib = t / "gpu" / "solutions" / "lib00_device_query.so"
-            lib.parent.mkdir(parents=True)
-            subprocess.run(["cc", "-shared", "-fPIC", "-o", str(t / "libtutdep.so.12"),
-                            "-Wl,-soname,libtutdep.so.12", str(t / "dep.c")], check=True)
-            subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(t / "lib.c"),
-                            str(t / "libtutdep.so.12")], check=True)
-            (t / "libtutdep.so.12").unlink()
+            missing_dependency(t, "lib00_device_query.so")
             env = dict(os.environ, TUT_BUILD=tmp, TUT_BACKEND="gpu")
             subprocess.run([sys.executable, str(REPO / "tools" / "check.py"), "--mode",
                             "solutions", "--chapters", "00_device_query"], env=env,
