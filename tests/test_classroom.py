@@ -966,6 +966,11 @@ class Platforms(unittest.TestCase):
         writes a PASS row and exits) scores 0, an honest solution every point."""
         if os.geteuid() != 0 or not shutil.which("setpriv"):
             self.skipTest("needs root and setpriv (util-linux), as the platforms run it")
+        # without namespaces the sandbox runs student code as another user, straight from
+        # this checkout: one in a folder only root may enter (mktemp -d) is closed to it
+        from test_isolation import other_user_can_run_the_worker
+        if other_user_can_run_the_worker():
+            self.skipTest(other_user_can_run_the_worker())
         nocap = ["setpriv", "--bounding-set", "-sys_admin", "--inh-caps", "-sys_admin", "--"]
         probe = run(nocap + ["sh", "-c", "grep CapBnd /proc/self/status"])
         self.assertEqual(probe.returncode, 0, probe.stderr)
