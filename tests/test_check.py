@@ -162,6 +162,42 @@ class Check(unittest.TestCase):
         self.assertEqual(rc, 0, out)
         self.assertNotIn("not run here", out)   # checked on every run, on both backends
 
+    def test_on_a_gpu_a_failure_after_passes_is_judged_first_in_a_fresh_process(self):
+        """The gpu's schedule (common/tut/warm.py, _in_turn; TUT_CHECK_IN_TURN=1 gives it here):
+        tests share a process (one CUDA context) while they pass; one that fails or crashes
+        after others runs again first in a fresh process, and that verdict is its row; the
+        tests after it start a fresh process too."""
+        text = self.solution(CH01, CU01).replace(
+            "    return (int)(((long long)n + block - 1) / block);",
+            "    if (n % 2 == 1) *(volatile int *)0 = n;   /* the planted crash */\n"
+            "    return (int)(((long long)n + block - 1) / block);").replace(
+            "out[i] = in[i] * row_scale[row] + col_shift[col];",
+            "out[i] = in[i] * row_scale[row] - col_shift[col];")
+        self.plant(CH01, CU01, text)
+        env = dict(scratch_tree.make_env(), TUT_CHECK_IN_TURN="1")
+        r = subprocess.run(["make", "--no-print-directory", "check", f"BACKEND={BACKEND}",
+                            f"PYTHON={self.python}", "CH=01"], cwd=TREE, capture_output=True,
+                           text=True, timeout=600, env=env)
+        out = r.stdout + r.stderr
+        self.assertNotEqual(r.returncode, 0, out)
+        self.assertIn("exercises: 3 of 5 passing", out)
+        results = TREE / "build" / "results" / BACKEND / "student"
+        rows = {i: json.loads((results / f"{i}.json").read_text())[0]
+                for i in ("01.1", "01.2", "01.3", "01.4", "01.5", "01.float4-alignment")}
+        where = {i: (r["process"]["pid"], r["process"]["tests_before"]) for i, r in rows.items()}
+        self.assertEqual([rows[i]["status"] for i in ("01.1", "01.2", "01.3", "01.4", "01.5")],
+                         ["PASS", "PASS", "CRASH", "FAIL", "PASS"], out)
+        self.assertEqual(where["01.1"][1:], (0,))
+        self.assertEqual(where["01.2"], (where["01.1"][0], 1))        # one process while passing
+        self.assertEqual(where["01.3"][1], 0)                          # the crash: judged first...
+        self.assertNotEqual(where["01.3"][0], where["01.1"][0])        # ...in a process of its own
+        self.assertEqual(where["01.4"][1], 0)                          # after a crash: fresh
+        self.assertNotIn(where["01.4"][0], (where["01.1"][0], where["01.3"][0]))
+        self.assertEqual(where["01.5"][1], 0)                          # after a failure: fresh
+        self.assertEqual(where["01.float4-alignment"], (where["01.5"][0], 1))
+        self.assertTrue(rows["01.3"]["after_other_tests"].startswith("CRASH"), rows["01.3"])
+        self.assertNotIn("after_other_tests", rows["01.4"])   # first in its context already
+
     def test_an_endless_kernel_is_a_timeout_in_seconds_and_its_warning_shows(self):
         text = self.solution(CH01, CU01)
         loop = "i < (size_t)n; i += stride)\n        y[i] = a * x[i] + y[i];"

@@ -46,6 +46,21 @@ def machine(backend):
     return f"cpu {model}, {os.cpu_count()} cores"
 
 
+def where_time(tree, backend, ch):
+    """The tests' own seconds in the last run, and the slowest three: the rest of the wait is
+    make, Python, the processes and (on a GPU) CUDA contexts."""
+    rows = []
+    for f in (tree / "build" / "results" / backend / "student").glob(f"{ch[:2]}.*.json"):
+        try:
+            rows += json.loads(f.read_text())
+        except (OSError, ValueError):
+            pass
+    rows.sort(key=lambda r: -r.get("seconds", 0))
+    spent = sum(r.get("seconds", 0) for r in rows)
+    slow = ", ".join(f"{r['id']} {r.get('seconds', 0):.2f} s" for r in rows[:3])
+    return f"(the tests themselves: {spent:.2f} s in the last run; slowest: {slow})"
+
+
 def timed(cmd, cwd):
     start = time.perf_counter()
     r = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=scratch_tree.make_env())
@@ -96,6 +111,7 @@ def main():
         if flag:
             over.append(ch[:2])
         print(f"  {ch:<28} {a:8.2f} s {b:8.2f} s{flag}")
+        print(f"  {'':<28} {where_time(tree, args.backend, ch)}")
         figures += [{"chapter": ch[:2], "what": "make check CH=NN, nothing changed (median)",
                      "value": round(a, 3), "unit": "s", "ratio": None},
                     {"chapter": ch[:2], "what": "make check CH=NN after a one-line edit (median)",

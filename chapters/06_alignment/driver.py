@@ -387,8 +387,8 @@ def test_copy(ctx):
                          name=f"copy of 4099 floats at an offset of {offset} floats with a grid "
                               f"of {blocks} block(s) of 256 threads (the grid-stride loop)")
     if ctx.large:
-        a = tut.random_f32(ctx.rng, (1 << 24) + 7)
-        tut.assert_equal(copy_at_offset(ctx.lib, a, 3), a, name="copy of 2^24+7 floats")
+        a = tut.random_f32(ctx.rng, (1 << 22) + 7)
+        tut.assert_equal(copy_at_offset(ctx.lib, a, 3), a, name="copy of 2^22+7 floats")
 
 
 @CH.exercise(4, "aos_to_soa_kernel and soa_drift_kernel: AoS to SoA, then one drift step")

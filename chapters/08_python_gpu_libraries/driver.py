@@ -1256,13 +1256,35 @@ def child_library_streams(lib):
 def run_child(lib, which, timeout=240):
     """A fresh Python (this driver, --child): an allocator that must be installed before its
     library allocates anything needs a process whose library has not started yet."""
+    return run_children(lib, [which], timeout)[which]
+
+
+def run_children(lib, whiches, timeout=240):
+    """run_child for several children at once, side by side: each is a process of its own with
+    its own CUDA context (08.allocators' three took 9 s one after another on an H200, most of
+    it importing PyTorch and Numba). {which: its result}"""
     env = dict(os.environ, CUDA_MODULE_LOADING="LAZY")
-    p = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", which],
-                       capture_output=True, text=True, timeout=timeout, env=env)
-    if p.returncode != 0:
-        raise AssertionError(f"the {which} child process failed ({p.returncode}):\n"
-                             f"{p.stderr.strip()[-2000:]}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    procs = {w: subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--child", w],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 env=env) for w in whiches}
+    out, failed = {}, []
+    deadline = time.monotonic() + timeout
+    try:
+        for w, p in procs.items():
+            stdout, stderr = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            if p.returncode != 0:
+                failed.append(f"the {w} child process failed ({p.returncode}):\n"
+                              f"{stderr.strip()[-2000:]}")
+            else:
+                out[w] = json.loads(stdout.strip().splitlines()[-1])
+    finally:
+        for p in procs.values():   # a timeout (or any error) leaves none running
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    if failed:
+        raise AssertionError("\n".join(failed))
+    return out
 
 
 def _alloc_loop_torch(torch, n, shape=(256, 256)):
@@ -1402,16 +1424,18 @@ def test_allocators(ctx):
         tut.note(f"{e}")
     if not ran:
         raise tut.Skip("neither PyTorch nor Numba is usable here")
+    got = run_children(ctx.lib, (["torch_bpool", "torch_late"] if "torch" in ran else [])
+                       + (["numba_bpool"] if "numba" in ran else []))
     if "torch" in ran:
-        r = run_child(ctx.lib, "torch_bpool")
+        r = got["torch_bpool"]
         if not r["ok"] or r["allocs"] < 2000 or r["mallocs"] > 20:
             raise AssertionError(f"PyTorch through bpool: {r}")
-        late = run_child(ctx.lib, "torch_late")
+        late = got["torch_late"]
         if not late["refused"]:
             raise AssertionError("PyTorch accepted a new allocator after its own had allocated")
         tut.note(f"PyTorch after its first allocation: {late['message']}")
     if "numba" in ran:
-        r = run_child(ctx.lib, "numba_bpool")
+        r = got["numba_bpool"]
         if not r["ok"] or r["allocs"] < 100 or r["mallocs"] > 5:
             raise AssertionError(f"Numba through bpool: {r}")
 

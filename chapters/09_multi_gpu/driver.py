@@ -562,7 +562,7 @@ def test_peer_enable_all(ctx):
 @per_device_balanced
 def test_team_barrier(ctx):
     lib = ctx.lib
-    n = (1 << 24) + 7 if ctx.large else 100_003
+    n = (1 << 22) + 7 if ctx.large else 100_003
     if device_count(lib) < 2:
         tut.note("only a one-device barrier ran: the waits between devices need 2")
     for devs in device_lists(lib):
@@ -669,7 +669,7 @@ def test_team(ctx):
 @per_device_balanced
 def test_team_scale_shift(ctx):
     lib = ctx.lib
-    sizes = [1, 2, 3, 1000, 999_983] + ([(1 << 24) + 7] if ctx.large else [])
+    sizes = [1, 2, 3, 1000, 999_983] + ([(1 << 22) + 7] if ctx.large else [])
     for devs in device_lists(lib):
         with Team(lib, devs) as team:
             for n in sizes:
@@ -697,7 +697,7 @@ def test_team_scale_shift(ctx):
 @per_device_balanced
 def test_team_scale_shift_managed(ctx):
     lib = ctx.lib
-    sizes = [1, 3, 1000, 999_983] + ([(1 << 24) + 7] if ctx.large else [])
+    sizes = [1, 3, 1000, 999_983] + ([(1 << 22) + 7] if ctx.large else [])
     if ctx.backend == "cpu":
         tut.note("where each part's pages belong (cudaMemRangeGetAttribute) is checked on a GPU "
                  "only: the emulator keeps advice per allocation, not per page")
@@ -767,7 +767,7 @@ def check_managed_where(lib, team):
 @per_device_balanced
 def test_ring_allreduce(ctx):
     lib = ctx.lib
-    sizes = [1, 2, 5, 1000, 100_003] + ([(1 << 24) + 7] if ctx.large else [])
+    sizes = [1, 2, 5, 1000, 100_003] + ([(1 << 22) + 7] if ctx.large else [])
     lists = device_lists(lib)
     if device_count(lib) < 2:
         tut.note(f"only the one-rank ring ran: {device_count(lib)} device here")
