@@ -441,6 +441,17 @@ class WithoutNamespaces(unittest.TestCase):
         self.assertIn("kill -1 Operation not permitted", r.stdout)
         self.assertIn("env []", r.stdout)
 
+    def test_a_folder_the_user_cannot_enter_is_named_with_the_fix(self):
+        """A course in a folder only root may enter (mktemp -d makes one): the sandbox says
+        which folder its user cannot enter, and the chmod that lets it through."""
+        closed = self.tmp / "closed"
+        (closed / "course").mkdir(parents=True, exist_ok=True)
+        closed.chmod(0o700)
+        r = self.boxed("--cwd", str(closed / "course"), "--", SYSTEM_PY, "-I", "-S", "-c", "0")
+        self.assertNotEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"the sandbox's user cannot enter {closed} (mode 0700)", r.stderr)
+        self.assertIn(f"chmod o+x {closed}", r.stderr)
+
     def test_processes_are_bounded_and_none_outlives_the_command(self):
         """A fork hog: at most --nproc processes of the submission's user, and none left."""
         hog = ("import os, time\nn = 0\nfor _ in range(200):\n    try:\n"

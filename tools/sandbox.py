@@ -56,6 +56,7 @@ import struct
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
@@ -457,6 +458,28 @@ def kill_descendants():
                 break
 
 
+def _closed_folder(paths):
+    """Why a user of the sandbox's own cannot reach these paths, said with the fix: the first
+    folder above one of them that this process (already that user) may not enter. A course
+    cloned into a folder only its owner may enter (mode 0700, as mktemp -d makes) is one."""
+    for path in paths:
+        if not path:
+            continue
+        parts = Path(os.path.abspath(path)).parts
+        for i in range(2, len(parts) + 1):
+            folder = os.path.join(*parts[:i])
+            if os.path.isdir(folder) and not os.access(folder, os.X_OK):
+                try:
+                    mode = f" (mode {stat.S_IMODE(os.stat(folder).st_mode):04o})"
+                except OSError:
+                    mode = ""
+                return (f"\n  the sandbox's user cannot enter {folder}{mode}, which holds "
+                        f"{path}: let other users pass through it (chmod o+x {folder}, and the "
+                        f"same for any folder above it that says so), or keep the course and "
+                        f"the submissions in a folder other users may enter")
+    return ""
+
+
 def run_as_uid(args, uid):
     """No namespaces here: the command as a user of its own, with limits, seccomp, Landlock."""
     # PR_SET_CHILD_SUBREAPER: a process the command leaves (setsid, a double fork) becomes a
@@ -490,7 +513,9 @@ def run_as_uid(args, uid):
             _seccomp()
             os.execvpe(args.command[0], args.command, environment(args, tmp))
         except (OSError, SandboxError) as e:
-            print(f"sandbox: cannot run {args.command[0]} as user {uid}: {e}", file=sys.stderr)
+            print(f"sandbox: cannot run {args.command[0]} as user {uid}: {e}"
+                  + (_closed_folder([args.cwd, args.command[0], *args.ro])
+                     if isinstance(e, PermissionError) else ""), file=sys.stderr)
             os._exit(SETUP_FAILED)
     os.close(status_w)
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
