@@ -72,6 +72,30 @@ class Compare(unittest.TestCase):
         self.assertIn("(1, 1): got 4, want 5", str(cm.exception))
 
 
+class CompilerErrors(unittest.TestCase):
+    """A declaration jumped over by CUDA_CHECK's hidden goto is named at the declaration's line,
+    from clang's note and from nvcc's "declared at line N" (with or without a file)."""
+
+    def test_the_declaration_line_is_named(self):
+        from tut.library import first_compiler_error
+        logs = {
+            "clang": ("ch/x.cu:193:5: error: cannot jump from this goto statement to its label\n"
+                      "ch/x.cu:194:12: note: jump bypasses variable initialization\n"),
+            "nvcc 13": ("ch/x.cu(193): error: transfer of control bypasses initialization of:\n"
+                        "            variable \"bytes\" (declared at line 194)\n"),
+            "nvcc, another file": ("ch/x.cu(193): error: transfer of control bypasses "
+                                   "initialization of:\n            variable \"bytes\" "
+                                   "(declared at line 194 of \"ch/x.cu\")\n"),
+        }
+        for compiler, log in logs.items():
+            with self.subTest(compiler):
+                msg = first_compiler_error(log)
+                self.assertTrue(msg.startswith("ch/x.cu:194: a declaration with a value after a "
+                                               "CUDA_CHECK: the CUDA_CHECK at line 193"), msg)
+        self.assertEqual(first_compiler_error("ch/x.cu(7): error: expected a \";\"\n"),
+                         'ch/x.cu:7: expected a ";"')
+
+
 class Owners(unittest.TestCase):
     """tut.Owner / tut.Handle: the one release mechanism of chapters 02, 03 and 07."""
 

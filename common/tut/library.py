@@ -194,7 +194,7 @@ _COMPILER_ERROR = re.compile(r"^(?P<file>[^\s:()][^:()]*?)(?::(?P<line>\d+)(?::\
 # the error's own text
 _BYPASSED = re.compile(r"^(?P<file>[^\s:()][^:()]*?):(?P<line>\d+)(?::\d+)?:\s*note:\s*"
                        r"(?:jump bypasses variable initialization|crosses initialization)"
-                       r"|declared at line (?P<nline>\d+) of \"(?P<nfile>[^\"]+)\"")
+                       r"|declared at line (?P<nline>\d+)(?: of \"(?P<nfile>[^\"]+)\")?")
 
 
 def first_compiler_error(log):
@@ -211,7 +211,9 @@ def first_compiler_error(log):
                     break   # the next error: no note for this one
                 b = _BYPASSED.search(later.strip())
                 if b:
-                    decl = _relative(f"{b['file'] or b['nfile']}:{b['line'] or b['nline']}")
+                    # nvcc 13 names the file only when it is another one than the error's
+                    decl = _relative(f"{b['file'] or b['nfile'] or m['file']}:"
+                                     f"{b['line'] or b['nline']}")
                     return (f"{decl}: a declaration with a value after a CUDA_CHECK: the "
                             f"CUDA_CHECK at line {where.rsplit(':', 1)[-1]} "
                             f"can `goto cleanup`, which would jump over it. Declare it before "
