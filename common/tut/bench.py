@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: MIT
-"""Benchmarks: medians of CUDA-event timings, rows with their ratio to a ceiling, recorded runs."""
+"""Benchmarks: medians of CUDA-event timings, rows with their ratio to a ceiling, recorded runs;
+and the performance points of a graded exercise (measure_calls, performance_points)."""
 import json
+import math
 import os
 import statistics
+import time
 from pathlib import Path
 
 import numpy as np
@@ -105,3 +108,91 @@ def _device_words(lib):
     if lib.backend == "cpu":
         return "cpu backend: emulator"
     return f"gpu backend, {lib.device_count()} device(s)"
+
+
+# ---- performance points ---------------------------------------------------------------------
+# A performance test (Chapter.performance) earns a fraction of its points from a figure's ratio
+# to the copy ceiling measured in the same run. Both are timed here, by the checker (the process
+# that decides the grade), with its own clock around calls of the student's library: nothing
+# the library computes (a CUDA event it records, a time it returns) enters the figure.
+
+# Above this multiple of the copy ceiling a figure is refused (0 points). The H200's theoretical
+# DRAM bandwidth is 1.14x its device-to-device copy (ceilings-h200.md: 4814 against 4228 GB/s),
+# and the fastest kernel recorded there, a read-only reduction, 1.04x: an honest figure past
+# 1.25x means work was skipped, or the clock was fooled.
+REFUSE_ABOVE = 1.25
+
+# Written before each timed run: past the L2 of every GPU the course runs on (50-60 MiB on an
+# H200), so that no run finds the previous one's data in cache.
+FLUSH_BYTES = 256 << 20
+
+
+def points_fraction(ratio, full, zero):
+    """The fraction of a performance test's points for a figure at `ratio` of the ceiling: none
+    at or below `zero`, all at or above `full`, linear between (the instructor's scale)."""
+    if not 0 <= zero < full:
+        raise ValueError(f"a performance scale needs 0 <= zero < full (got zero={zero}, "
+                         f"full={full})")
+    if not math.isfinite(ratio) or ratio <= zero:
+        return 0.0
+    return 1.0 if ratio >= full else (ratio - zero) / (full - zero)
+
+
+def performance_points(what, gbps, ceiling_gbps, full, zero, refuse_above=REFUSE_ABOVE):
+    """(fraction of the points, the sentence that says why) for a figure of `gbps` against the
+    copy ceiling of the same run. A figure the hardware cannot reach is refused: AssertionError
+    (the test fails, 0 points)."""
+    if not (math.isfinite(ceiling_gbps) and ceiling_gbps > 0):
+        raise AssertionError(f"{what}: the copy ceiling measured {ceiling_gbps} GB/s: no figure "
+                             f"can be judged against it")
+    ratio = gbps / ceiling_gbps
+    if not math.isfinite(ratio) or ratio > refuse_above:
+        raise AssertionError(
+            f"{what}: {gbps:.0f} GB/s is {ratio:.0%} of the device-to-device copy measured in "
+            f"the same run ({ceiling_gbps:.0f} GB/s), more than this GPU's memory can move "
+            f"(refused above {refuse_above:.0%}): the figure is refused and scores 0. A kernel "
+            f"that skips part of its work, or returns before it is done, measures like this.")
+    frac = points_fraction(ratio, full, zero)
+    return frac, (f"{what}: {gbps:.0f} GB/s, {ratio:.1%} of the device-to-device copy measured "
+                  f"in the same run ({ceiling_gbps:.0f} GB/s): {frac:.0%} of the points (all "
+                  f"from {full:.0%} of the copy, none at {zero:.0%} or below)")
+
+
+def measure_calls(contenders, sync, flush, runs=7, min_seconds=0.02, max_reps=200,
+                  clock=time.perf_counter):
+    """Seconds per call of each contender, {name: seconds}, timed by the caller's clock.
+
+    contenders: [(name, call)], each call() one unit of work that may return before the device
+    is done. A calibration call each sets the calls per run (reps: enough for min_seconds, so
+    that the clock's resolution and the per-call overhead stay small); then a warm-up run of each,
+    not counted, and `runs` timed runs, the contenders interleaved run by run (a noisy neighbour
+    slows them alike). Before every run flush() evicts the L2 and sync() waits for it; a run's
+    time ends after sync() (the device is done with every call, however early they returned);
+    the figure is the median run over reps. sync and flush are the harness's, not the student's.
+    Returns ({name: seconds per call}, {name: calls per run}).
+    """
+    if runs < 5:
+        raise ValueError(f"runs={runs}: a median needs at least 5 timed runs")
+    reps = {}
+    for name, call in contenders:
+        flush()
+        sync()
+        t0 = clock()
+        call()
+        sync()
+        once = clock() - t0
+        reps[name] = max(3, min(max_reps, math.ceil(min_seconds / once) if once > 0
+                                else max_reps))
+    times = {name: [] for name, _ in contenders}
+    for run in range(runs + 1):   # run 0: the warm-up
+        for name, call in contenders:
+            flush()
+            sync()
+            t0 = clock()
+            for _ in range(reps[name]):
+                call()
+            sync()
+            elapsed = clock() - t0
+            if run:
+                times[name].append(elapsed / reps[name])
+    return {name: statistics.median(t) for name, t in times.items()}, reps
