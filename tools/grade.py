@@ -87,6 +87,10 @@ ENV_KEEP = {"PATH", "LANG", "LANGUAGE", "TZ", "OPENBLAS_NUM_THREADS", "OMP_NUM_T
             "CUDA_VISIBLE_DEVICES"}
 
 
+# a performance test's row on the cpu backend (common/tut/runner.py, perf_skip, says the same)
+PERF_CPU = ("performance is timed on a GPU only (the emulator's time says nothing about one): "
+            "its points need BACKEND=gpu (make grade BACKEND=gpu)")
+
 # what _check_gpu runs in a sandbox: the driver's own first call, and a context
 GPU_CHECK = ("import ctypes, sys\n"
              "cu = ctypes.CDLL('libcuda.so.1')\n"
@@ -882,7 +886,12 @@ class Grader:
                     tests.append(entry)
                     continue
                 where = untouched(ws, ch, regions.get(ex_id, {}).get("regions", []), ex_id)
-                if where:
+                if entry.get("perf") and self.backend != "gpu":
+                    # what the harness would say (tut.perf_skip), without a process: a class
+                    # graded on the cpu backend spends no time on it
+                    entry.update(status="SKIP", message=PERF_CPU)
+                    tests.append(entry)
+                elif where:
                     # the harness would say just this without calling the library: no process
                     entry.update(status="NOT DONE",
                                  message=f"exercise not done yet: TODO(student) at {where}")
@@ -897,7 +906,8 @@ class Grader:
                          f"(see their messages) and score 0: grade with BACKEND=cpu")
         if perf_off:
             notes.append(f"performance points need BACKEND=gpu (timed on a GPU only): "
-                         f"{', '.join(perf_off)} not counted in this grade, maximum included")
+                         f"{', '.join(perf_off)} counted neither in this score nor in its "
+                         f"maximum")
         score = round(sum(t["score"] for t in tests if "score" in t), 2)
         for t in tests:
             t.setdefault("score", 0)
