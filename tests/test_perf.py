@@ -306,6 +306,34 @@ class Saxpy(unittest.TestCase):
         with self.assertRaisesRegex(AssertionError, "refused"):
             self.measure(0.0015, lambda real, clock, t: self.honest_but_fast(real, clock, t))
 
+    def test_work_put_off_to_the_last_call_scores_0(self):
+        # a library that knew how many calls the test makes (here: counted in a first, honest
+        # measurement with the same seed) and launched one kernel, at the last call, for all of
+        # them: y is right at the end; the checker's look at y after each run, outside the
+        # clock, finds the work missing
+        count = []
+
+        def counting(real, clock, t):
+            def call(*args):
+                count.append(1)
+                clock.now += t
+                return real(*args)
+            return call
+        self.measure(0.0015, counting)
+
+        def at_the_end(real, clock, t):
+            pending = []
+
+            def call(a, *args):
+                clock.now += t   # (the same calls per run as the honest measurement)
+                pending.append(a)
+                if len(pending) == len(count):
+                    real(sum(pending), *args)
+                return 0
+            return call
+        with self.assertRaisesRegex(AssertionError, "the end of a timed run"):
+            self.measure(0.0015, at_the_end)
+
     @staticmethod
     def honest_but_fast(real, clock, t):
         def call(*args):

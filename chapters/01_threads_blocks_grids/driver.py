@@ -361,7 +361,9 @@ def saxpy_performance(lib, rng, n=PERF_N, saxpy=None, clock=time.perf_counter,
     that did less than all n elements (a kernel run once for several calls, one that returns
     early), is a wrong y, whatever the clock said. x and y hold integers and a is 1/4, 1/2 or 1,
     so every partial sum is exact in float32 (multiples of 1/4 below 2^22), with or without
-    fused multiply-adds, in any order: y is compared exactly.
+    fused multiply-adds, in any order: y is compared exactly, whole at the end, and in slices
+    drawn by the checker after every run, whose length the checker varies (0 to 2 calls more):
+    work put off past the end of a run (one launch for two calls) shows there too.
 
     saxpy (tests): a stand-in for the library's call; clock: a stand-in for the wall clock.
     Returns {"fraction", "message", "gbps", "ceiling"}; AssertionError for a wrong y or a
@@ -379,12 +381,30 @@ def saxpy_performance(lib, rng, n=PERF_N, saxpy=None, clock=time.perf_counter,
             sent.append(a)
             saxpy(a, d_x.ptr, d_y.ptr, n, blocks, block)
 
+        def spot_check(name):
+            """After a run, outside the clock: 4 slices of y against the calls made so far."""
+            if name != "saxpy":
+                return
+            k, done = min(1024, n), np.float32(sum(sent))
+            for at in rng.integers(0, n - k + 1, 4):
+                got = np.empty(k, np.float32)
+                lib.dtoh(tut.ptr(got), ctypes.c_void_p(d_y.ptr.value + 4 * int(at)), got.nbytes)
+                want = y[at:at + k] + done * x[at:at + k]
+                if not np.array_equal(got, want):
+                    bad = int(np.flatnonzero(got != want)[0])
+                    raise AssertionError(
+                        f"y after the {len(sent)} timed calls of saxpy_grid_stride so far (the "
+                        f"end of a timed run): y[{int(at) + bad}] = {got[bad]}, want "
+                        f"{want[bad]} (each y = a*x + y): the work of some calls is missing "
+                        f"when the run ends")
+
         per_call, reps = tut.measure_calls(
             [("copy", lambda: dtod(d_copy.ptr, d_x.ptr, x.nbytes)), ("saxpy", run_saxpy),
              ("harness call", lib.synchronize)],
             sync=lib.synchronize, flush=lambda: lib.memset(d_l2.ptr, next(flushes) & 0xFF,
                                                            flush_bytes),
-            min_seconds=min_seconds, clock=clock)
+            min_seconds=min_seconds, clock=clock, extra=lambda: int(rng.integers(0, 3)),
+            after_run=spot_check)
         got = d_y.download(np.float32, n)
         d_y.check_guards()
         d_copy.check_guards()
@@ -396,7 +416,8 @@ def saxpy_performance(lib, rng, n=PERF_N, saxpy=None, clock=time.perf_counter,
     fraction, message = tut.performance_points("saxpy_grid_stride", gbps, ceiling, PERF_FULL,
                                                PERF_ZERO)
     overhead = per_call["harness call"]
-    message += (f"\n(n = {n}, <<<{blocks}, {block}>>>; median of 7 runs of {reps['saxpy']} calls, "
+    message += (f"\n(n = {n}, <<<{blocks}, {block}>>>; median of 7 runs of {reps['saxpy']} to "
+                f"{reps['saxpy'] + 2} calls, "
                 f"timed by the checker; a call into the library and back costs "
                 f"{overhead * 1e6:.1f} us, {overhead / per_call['saxpy']:.1%} of a saxpy call, "
                 f"counted in it, not subtracted)")

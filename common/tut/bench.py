@@ -159,7 +159,7 @@ def performance_points(what, gbps, ceiling_gbps, full, zero, refuse_above=REFUSE
 
 
 def measure_calls(contenders, sync, flush, runs=7, min_seconds=0.02, max_reps=200,
-                  clock=time.perf_counter):
+                  clock=time.perf_counter, extra=None, after_run=None):
     """Seconds per call of each contender, {name: seconds}, timed by the caller's clock.
 
     contenders: [(name, call)], each call() one unit of work that may return before the device
@@ -168,8 +168,11 @@ def measure_calls(contenders, sync, flush, runs=7, min_seconds=0.02, max_reps=20
     not counted, and `runs` timed runs, the contenders interleaved run by run (a noisy neighbour
     slows them alike). Before every run flush() evicts the L2 and sync() waits for it; a run's
     time ends after sync() (the device is done with every call, however early they returned);
-    the figure is the median run over reps. sync and flush are the harness's, not the student's.
-    Returns ({name: seconds per call}, {name: calls per run}).
+    the figure is the median run over its calls. sync and flush are the harness's, not the
+    student's. extra(), if given, adds calls to each run (0 to 2, drawn by the caller), so that
+    a library counting its calls cannot tell where a run ends; after_run(name), if given, runs
+    after each run, outside the clock: a check that the run's work is all done.
+    Returns ({name: seconds per call}, {name: calls per run before extra()}).
     """
     if runs < 5:
         raise ValueError(f"runs={runs}: a median needs at least 5 timed runs")
@@ -186,13 +189,16 @@ def measure_calls(contenders, sync, flush, runs=7, min_seconds=0.02, max_reps=20
     times = {name: [] for name, _ in contenders}
     for run in range(runs + 1):   # run 0: the warm-up
         for name, call in contenders:
+            calls = reps[name] + (extra() if extra else 0)
             flush()
             sync()
             t0 = clock()
-            for _ in range(reps[name]):
+            for _ in range(calls):
                 call()
             sync()
             elapsed = clock() - t0
+            if after_run:
+                after_run(name)
             if run:
-                times[name].append(elapsed / reps[name])
+                times[name].append(elapsed / calls)
     return {name: statistics.median(t) for name, t in times.items()}, reps
