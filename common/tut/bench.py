@@ -148,14 +148,19 @@ def performance_points(what, gbps, ceiling_gbps, full, zero, refuse_above=REFUSE
     ratio = gbps / ceiling_gbps
     if not math.isfinite(ratio) or ratio > refuse_above:
         raise AssertionError(
-            f"{what}: {gbps:.0f} GB/s is {ratio:.0%} of the device-to-device copy measured in "
-            f"the same run ({ceiling_gbps:.0f} GB/s), more than this GPU's memory can move "
+            f"{what}: {_gbps(gbps)} GB/s is {ratio:.0%} of the device-to-device copy measured in "
+            f"the same run ({_gbps(ceiling_gbps)} GB/s), more than this GPU's memory can move "
             f"(refused above {refuse_above:.0%}): the figure is refused and scores 0. A kernel "
             f"that skips part of its work, or returns before it is done, measures like this.")
     frac = points_fraction(ratio, full, zero)
-    return frac, (f"{what}: {gbps:.0f} GB/s, {ratio:.1%} of the device-to-device copy measured "
-                  f"in the same run ({ceiling_gbps:.0f} GB/s): {frac:.0%} of the points (all "
-                  f"from {full:.0%} of the copy, none at {zero:.0%} or below)")
+    return frac, (f"{what}: {_gbps(gbps)} GB/s, {ratio:.1%} of the device-to-device copy "
+                  f"measured in the same run ({_gbps(ceiling_gbps)} GB/s): {frac:.0%} of the "
+                  f"points (all from {full:.0%} of the copy, none at {zero:.0%} or below)")
+
+
+def _gbps(value):
+    """A GPU's hundreds or thousands of GB/s in whole numbers; the emulator's fractions too."""
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def measure_calls(contenders, sync, flush, runs=7, min_seconds=0.02, max_reps=200,
