@@ -112,7 +112,8 @@ for name in rows:
     t = speed(name)
     print(f"  {name:<11} 01.5 {rows[name].get('01.5', {}).get('score')}/"
           f"{rows[name].get('01.5', {}).get('max')}  01.5+speed {t['score']}/{t['max']} "
-          f"{t['status']}: {t['message'].splitlines()[0] if t['message'] else ''}")
+          f"{t['status']} in {t.get('seconds')} s: "
+          f"{t['message'].splitlines()[0] if t['message'] else ''}")
     for line in t["message"].splitlines()[1:]:
         print(f"              {line}")
 ok = True
