@@ -8,7 +8,8 @@ Each file is compiled on its own, and each exercise runs in its own process with
 output limit: a file that does not compile, a test that crashes, hangs or prints megabytes scores
 0 on the exercises it touches, and grading goes on. Points come from the `[N points]` of each
 exercise's `// @solution` marker (1 by default), hidden tests from HIDDEN=dir (see
-docs/instructor.md), which add their own points.
+docs/instructor.md), which add their own points, and performance tests (Chapter.performance),
+which earn a fraction of theirs on the gpu backend and count in no maximum on the cpu one.
 
 Every compile and every run of student code happens in a sandbox (tools/sandbox.py: its own
 mount, PID and network namespaces, only the submission's workspace and the tools in view,
