@@ -339,14 +339,15 @@ def test_grid_stride(ctx):
 
 
 # ---- performance (graded on a GPU) ------------------------------------------------------------
-# The scale of 01.5+speed: all its points from 70% of the device-to-device copy measured in the
-# same run, none at 20% or below, linear between. The course's solution is a plain grid-stride
-# loop, which a memory-bound kernel like this runs near the copy (vector add, the same loop:
-# 86% on an H200, docs/figures/h200.json).
+# The scale of 01.5+speed, the instructor's to choose (docs/instructor.md, "Performance
+# points"): all its points from 70% of the device-to-device copy measured in the same run, none
+# at 20% or below, linear between.
 PERF_POINTS, PERF_FULL, PERF_ZERO = 2, 0.70, 0.20
 PERF_N = 1 << 27          # 512 MiB per array: 1.5 GiB moved per call, far past any GPU's L2
 PERF_GRID = (4096, 256)   # the checker's launch; the grid-stride loop covers n whatever the grid
 PERF_SCALES = (0.25, 0.5, 1.0)
+# The course's solution is a plain grid-stride loop, which a memory-bound kernel like this runs
+# near the copy: vector add, the same loop, reached 86% of it on an H200 (docs/figures/h200.json).
 
 
 def saxpy_performance(lib, rng, n=PERF_N, saxpy=None, clock=time.perf_counter,

@@ -117,9 +117,10 @@ def _device_words(lib):
 # the library computes (a CUDA event it records, a time it returns) enters the figure.
 
 # Above this multiple of the copy ceiling a figure is refused (0 points). The H200's theoretical
-# DRAM bandwidth is 1.14x its device-to-device copy (ceilings-h200.md: 4814 against 4228 GB/s),
-# and the fastest kernel recorded there, a read-only reduction, 1.04x: an honest figure past
-# 1.25x means work was skipped, or the clock was fooled.
+# DRAM bandwidth, 4814 GB/s (clock x bus width), is 1.14x the device-to-device copy chapter 01
+# measured there (4234 GB/s), and the fastest kernel recorded there, chapter 04's read-only
+# reduction, 1.04x its copy (docs/figures/h200.json): an honest figure past 1.25x means work
+# was skipped, or the clock was fooled.
 REFUSE_ABOVE = 1.25
 
 # Written before each timed run: past the L2 of every GPU the course runs on (50-60 MiB on an
