@@ -98,6 +98,18 @@ class Timer(unittest.TestCase):
         self.assertEqual(log[:len(first)], first)
         self.assertEqual(log.count("flush"), 2 * 8)
 
+    def test_a_call_too_slow_to_time_fails_at_once(self):
+        clock, n = Clock(), {"k": 0}
+
+        def k():
+            n["k"] += 1
+            clock.now += 2.0
+
+        with self.assertRaisesRegex(AssertionError, "one call took 2.00 s"):
+            tut.measure_calls([("k", k)], lambda: None, lambda: None, clock=clock,
+                              too_slow=1.0)
+        self.assertEqual(n["k"], 1)
+
     def test_fewer_than_five_runs_refused(self):
         with self.assertRaises(ValueError):
             tut.measure_calls([("a", lambda: None)], lambda: None, lambda: None, runs=4)

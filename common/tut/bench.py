@@ -165,7 +165,7 @@ def _gbps(value):
 
 
 def measure_calls(contenders, sync, flush, runs=7, min_seconds=0.02, max_reps=200,
-                  clock=time.perf_counter, extra=None, after_run=None):
+                  clock=time.perf_counter, extra=None, after_run=None, too_slow=None):
     """Seconds per call of each contender, {name: seconds}, timed by the caller's clock.
 
     contenders: [(name, call)], each call() one unit of work that may return before the device
@@ -177,7 +177,9 @@ def measure_calls(contenders, sync, flush, runs=7, min_seconds=0.02, max_reps=20
     the figure is the median run over its calls. sync and flush are the harness's, not the
     student's. extra(), if given, adds calls to each run (0 to 2, drawn by the caller), so that
     a library counting its calls cannot tell where a run ends; after_run(name), if given, runs
-    after each run, outside the clock: a check that the run's work is all done.
+    after each run, outside the clock: a check that the run's work is all done. too_slow: the
+    seconds past which one calibration call fails the measurement (AssertionError) instead of
+    running on for (runs + 1) x 3 more calls, past the test's time limit.
     Returns ({name: seconds per call}, {name: calls per run before extra()}).
     """
     if runs < 5:
@@ -190,6 +192,10 @@ def measure_calls(contenders, sync, flush, runs=7, min_seconds=0.02, max_reps=20
         call()
         sync()
         once = clock() - t0
+        if too_slow is not None and once > too_slow:
+            raise AssertionError(f"{name}: one call took {once:.2f} s, more than the {too_slow} s "
+                                 f"a call may take here: not timed further (its runs would "
+                                 f"outlast the test's time limit), 0 points")
         reps[name] = max(3, min(max_reps, math.ceil(min_seconds / once) if once > 0
                                 else max_reps))
     times = {name: [] for name, _ in contenders}
