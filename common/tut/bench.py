@@ -123,8 +123,8 @@ def _device_words(lib):
 # was skipped, or the clock was fooled.
 REFUSE_ABOVE = 1.25
 
-# Written before each timed run: past the L2 of every GPU the course runs on (50-60 MiB on an
-# H200), so that no run finds the previous one's data in cache.
+# Written before each timed run: past the L2 of every GPU the course runs on (60 MiB on the H200,
+# chapter 10), so that no run finds the previous one's data in cache.
 FLUSH_BYTES = 256 << 20
 
 
