@@ -179,6 +179,16 @@ cleanup:
     return status;
 }
 
+/* A device-to-device copy, synchronous: the copy ceiling a performance test measures with the
+   same clock, in the same run, as the student's kernel (tut.measure_calls). */
+extern "C" int tut_memcpy_dtod(void *dst, const void *src, size_t bytes)
+{
+    int status = 0;
+    CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+cleanup:
+    return status;
+}
+
 extern "C" int tut_memset(void *dst, int value, size_t bytes)
 {
     int status = 0;

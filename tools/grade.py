@@ -8,7 +8,8 @@ Each file is compiled on its own, and each exercise runs in its own process with
 output limit: a file that does not compile, a test that crashes, hangs or prints megabytes scores
 0 on the exercises it touches, and grading goes on. Points come from the `[N points]` of each
 exercise's `// @solution` marker (1 by default), hidden tests from HIDDEN=dir (see
-docs/instructor.md), which add their own points.
+docs/instructor.md), which add their own points, and performance tests (Chapter.performance),
+which earn a fraction of theirs on the gpu backend and count in no maximum on the cpu one.
 
 Every compile and every run of student code happens in a sandbox (tools/sandbox.py: its own
 mount, PID and network namespaces, only the submission's workspace and the tools in view,
@@ -86,6 +87,10 @@ ENV_KEEP = {"PATH", "LANG", "LANGUAGE", "TZ", "OPENBLAS_NUM_THREADS", "OMP_NUM_T
             "MKL_NUM_THREADS", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
             "CUDA_VISIBLE_DEVICES"}
 
+
+# a performance test's row on the cpu backend (common/tut/runner.py, perf_skip, says the same)
+PERF_CPU = ("performance is timed on a GPU only (the emulator's time says nothing about one): "
+            "its points need BACKEND=gpu (make grade BACKEND=gpu)")
 
 # what _check_gpu runs in a sandbox: the driver's own first call, and a context
 GPU_CHECK = ("import ctypes, sys\n"
@@ -792,7 +797,9 @@ class Grader:
             raise GradeError(f"`driver.py --describe` of {chapter} failed:\n{why}{tail(log)}")
         vis = hidden_visibility(self.hidden, chapter)
         for t in tests:
-            if t.get("part_of"):
+            if t.get("perf"):   # the course's own performance test: shown like the others
+                t["visibility"] = "visible"
+            elif t.get("part_of"):
                 key_ = t["id"].split("+", 1)[1]
                 t["visibility"] = vis.get(t["id"], vis.get(key_, "after_due_date"))
             else:
@@ -829,15 +836,16 @@ class Grader:
 
     def _grade(self, name, ws, chapters, taken, notes, started, submitted, progress, lease):
         env = self.child_env()
+        # TUT_PERF: performance tests are timed (on the gpu backend; a skip on the cpu one)
         env.update(TUT_BACKEND=self.backend, TUT_TREE="chapters", TUT_BUILD=str(ws / "build"),
-                   PYTHONDONTWRITEBYTECODE="1")
+                   PYTHONDONTWRITEBYTECODE="1", TUT_PERF="1")
         if lease:
             env["TUT_WORKER_UID"] = str(lease.uid)
         if self.hidden:
             env["TUT_HIDDEN"] = self.hidden
         if self.timeout < 40:   # let the emulator's watchdog name the kernel before we kill it
             env["CUEMU_WATCHDOG_S"] = str(max(2, int(self.timeout / 2)))
-        tests, shown_at = [], {}
+        tests, shown_at, perf_off = [], {}, []
         for ch in chapters:
             points = {i: ex["points"] for i, ex in manifest(ch)["exercises"].items()}
             broken = self.build(ws, ch, taken)
@@ -848,8 +856,16 @@ class Grader:
                 test_id, ex_id = t["id"], t.get("part_of") or t["id"]
                 entry = {"id": test_id, "exercise": ex_id, "chapter": ch, "title": t["title"],
                          "max": t["points"] if t.get("part_of") else points.get(ex_id, 1),
-                         "hidden": bool(t.get("part_of")), "visibility": t["visibility"],
+                         "hidden": bool(t.get("part_of")) and not t.get("perf"),
+                         "visibility": t["visibility"],
                          "status": "FAIL", "message": "", "seconds": 0.0}
+                if t.get("perf"):
+                    entry["perf"] = t["perf"]
+                    if self.backend != "gpu":
+                        # timed on a GPU only: on the cpu backend its points are not in the
+                        # maximum (nobody could earn them), and the notes say so
+                        entry["max"] = 0
+                        perf_off.append(f"{test_id} ({t['points']})")
                 bad = [f for f in broken
                        if not f or any(r["file"] == f for r in regions.get(ex_id, {})
                                        .get("regions", []))]
@@ -871,7 +887,12 @@ class Grader:
                     tests.append(entry)
                     continue
                 where = untouched(ws, ch, regions.get(ex_id, {}).get("regions", []), ex_id)
-                if where:
+                if entry.get("perf") and self.backend != "gpu":
+                    # what the harness would say (tut.perf_skip), without a process: a class
+                    # graded on the cpu backend spends no time on it
+                    entry.update(status="SKIP", message=PERF_CPU)
+                    tests.append(entry)
+                elif where:
                     # the harness would say just this without calling the library: no process
                     entry.update(status="NOT DONE",
                                  message=f"exercise not done yet: TODO(student) at {where}")
@@ -880,11 +901,15 @@ class Grader:
                     tests.append(self.run_test(ws, ch, test_id, env, entry))
                 if progress:
                     progress(entry)
-        skipped = sum(t["status"] == "SKIP" for t in tests)
+        skipped = sum(t["status"] == "SKIP" and not t.get("perf") for t in tests)
         if skipped:
             notes.append(f"{skipped} test(s) could not run on the {self.backend} backend here "
                          f"(see their messages) and score 0: grade with BACKEND=cpu")
-        score = sum(t["score"] for t in tests if "score" in t)
+        if perf_off:
+            notes.append(f"performance points need BACKEND=gpu (timed on a GPU only): "
+                         f"{', '.join(perf_off)} counted neither in this score nor in its "
+                         f"maximum")
+        score = round(sum(t["score"] for t in tests if "score" in t), 2)
         for t in tests:
             t.setdefault("score", 0)
         now = datetime.datetime.now(datetime.timezone.utc)
@@ -966,10 +991,25 @@ class Grader:
         else:
             entry["status"] = result["status"]
             message = str(result.get("message", ""))
-            if result["status"] == "PASS":
-                entry["score"] = entry["max"]
+            entry["score"] = earned(entry, result)
         entry["message"] = reports.clean(scrub(message, self.hidden) if self.hidden else message)
         return entry
+
+
+def earned(entry, result):
+    """The points of a test from its result row: all of them for a pass; for a performance
+    test (entry["perf"]), the fraction of them its row gives (its figure against the copy
+    ceiling, tut.performance_points), to 2 decimals. A row of another test that carries a
+    fraction earns all or nothing still; a fraction that is not a number earns nothing."""
+    if result.get("status") != "PASS":
+        return 0
+    if not entry.get("perf"):
+        return entry["max"]
+    fraction = result.get("fraction")
+    if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) \
+            or not math.isfinite(fraction):
+        return 0
+    return round(entry["max"] * min(1.0, max(0.0, float(fraction))), 2)
 
 
 def untouched(ws, chapter, regions, ex_id):

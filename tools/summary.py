@@ -31,7 +31,8 @@ NOT_PASSING = ("FAIL", "NOT DONE", "ERROR", "NOT BUILT", "CRASH", "TIMEOUT")
 
 def load(results_dir):
     rows = []
-    for f in sorted(Path(results_dir).glob("*.json")):
+    # an exercise's row before its hidden and performance tests' ("01.5", then "01.5+speed")
+    for f in sorted(Path(results_dir).glob("*.json"), key=lambda f: f.stem.split("+")):
         # the file is named after the CTest test: "01.2", "solution_reverse_01.2", ...
         prefix = f.stem.rsplit("_", 1)[0].replace("_", "/") + "/" if "_" in f.stem else ""
         try:
@@ -174,7 +175,8 @@ def next_step(ex):
 
 
 def closing_line(rows):
-    ex = [r for _, r in rows if r.get("exercise") and not r.get("hidden")]
+    ex = [r for _, r in rows if r.get("exercise") and not r.get("hidden")
+          and not r.get("perf")]
     checks = [r for _, r in rows if not r.get("exercise")]
     parts = []
     if ex:
@@ -213,7 +215,8 @@ def chapter_lines(rows, current):
     out = []
     for ch in sorted({r["id"][:2] for _, r in rows}):
         mine = [r for _, r in rows if r["id"][:2] == ch]
-        ex = [r for r in mine if r.get("exercise") and not r.get("hidden")]
+        ex = [r for r in mine if r.get("exercise") and not r.get("hidden")
+          and not r.get("perf")]
         checks = [r for r in mine if not r.get("exercise")]
         counts = {}
         for r in ex + checks:
@@ -268,7 +271,8 @@ def main(argv=None):
     chapters = sorted({r["id"][:2] for _, r in rows if r.get("id", "")[:2].isdigit()})
     if not brief and len(chapters) > 1 and not args.all:
         # several chapters: a line each, then the rows of the chapter in progress only
-        ex = [r for _, r in rows if r.get("exercise") and not r.get("hidden")]
+        ex = [r for _, r in rows if r.get("exercise") and not r.get("hidden")
+          and not r.get("perf")]
         current = (next_step(ex)[0] or "")[:2]
         print()
         for line in chapter_lines(rows, current):

@@ -4,10 +4,15 @@
     python3 driver.py            the lesson's demo: ids of a small launch, a launch CUDA refuses
     python3 driver.py --check    the tests (make check runs each exercise on its own)
     python3 driver.py --bench    vector add GB/s next to the device-to-device copy bandwidth
+
+01.5+speed is a performance test: make grade BACKEND=gpu times saxpy_grid_stride_kernel against
+the copy ceiling and gives part of its points for part of the speed (saxpy_performance).
 """
 import ctypes
 import functools
+import itertools
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -333,6 +338,101 @@ def test_grid_stride(ctx):
                              rtol=1e-5, atol=1e-6, name=f"saxpy n={n} <<<{blocks}, {block}>>>")
 
 
+# ---- performance (graded on a GPU) ------------------------------------------------------------
+# The scale of 01.5+speed, the instructor's to choose (docs/instructor.md, "Performance
+# points"): all its points from 70% of the device-to-device copy measured in the same run, none
+# at 20% or below, linear between.
+PERF_POINTS, PERF_FULL, PERF_ZERO = 2, 0.70, 0.20
+PERF_N = 1 << 27          # 512 MiB per array: 1.5 GiB moved per call, far past any GPU's L2
+PERF_GRID = (4096, 256)   # the checker's launch; the grid-stride loop covers n whatever the grid
+PERF_SCALES = (0.25, 0.5, 1.0)
+# The course's solution is a plain grid-stride loop, which a memory-bound kernel like this runs
+# near the copy: vector add, the same loop, reached 86% of it on an H200 (docs/figures/h200.json).
+
+
+def saxpy_performance(lib, rng, n=PERF_N, saxpy=None, clock=time.perf_counter,
+                      flush_bytes=tut.FLUSH_BYTES, min_seconds=0.02):
+    """Time saxpy_grid_stride against a device-to-device copy, from this (the checker's) side:
+    tut.measure_calls runs the calls with a warm-up, the L2 flushed before each run and the
+    median of 7 runs, and the clock stops after the harness's cudaDeviceSynchronize, so a
+    call that returns early is still counted whole. The student's code chooses no figure.
+
+    Every timed call adds a*x to y, with a drawn by the checker for each call, and the checker
+    then compares y with what that exact sequence of calls gives: a call that was skipped, or
+    that did less than all n elements (a kernel run once for several calls, one that returns
+    early), is a wrong y, whatever the clock said. x and y hold integers and a is 1/4, 1/2 or 1,
+    so every partial sum is exact in float32 (multiples of 1/4 below 2^22), with or without
+    fused multiply-adds, in any order: y is compared exactly, whole at the end, and in slices
+    drawn by the checker after every run, whose length the checker varies (0 to 2 calls more):
+    work put off past the end of a run (one launch for two calls) shows there too.
+
+    saxpy (tests): a stand-in for the library's call; clock: a stand-in for the wall clock.
+    Returns {"fraction", "message", "gbps", "ceiling"}; AssertionError for a wrong y or a
+    figure faster than the copy allows."""
+    saxpy = saxpy or c_api(lib).saxpy_grid_stride
+    dtod = lib.bind("tut_memcpy_dtod", [P, P, ctypes.c_size_t])
+    x = rng.integers(0, 256, n, dtype=np.uint8).astype(np.float32)
+    y = rng.integers(0, 256, n, dtype=np.uint8).astype(np.float32)
+    blocks, block = PERF_GRID
+    sent, flushes = [], itertools.count(1)
+    with tut.DeviceBuffer.from_array(lib, x) as d_x, tut.DeviceBuffer.from_array(lib, y) as d_y, \
+            tut.DeviceBuffer(lib, x.nbytes) as d_copy, tut.DeviceBuffer(lib, flush_bytes) as d_l2:
+        def run_saxpy():
+            a = PERF_SCALES[int(rng.integers(len(PERF_SCALES)))]
+            sent.append(a)
+            saxpy(a, d_x.ptr, d_y.ptr, n, blocks, block)
+
+        def spot_check(name):
+            """After a run, outside the clock: 4 slices of y against the calls made so far."""
+            if name != "saxpy":
+                return
+            k, done = min(1024, n), np.float32(sum(sent))
+            for at in rng.integers(0, n - k + 1, 4):
+                got = np.empty(k, np.float32)
+                lib.dtoh(tut.ptr(got), ctypes.c_void_p(d_y.ptr.value + 4 * int(at)), got.nbytes)
+                want = y[at:at + k] + done * x[at:at + k]
+                if not np.array_equal(got, want):
+                    bad = int(np.flatnonzero(got != want)[0])
+                    raise AssertionError(
+                        f"y after the {len(sent)} timed calls of saxpy_grid_stride so far (the "
+                        f"end of a timed run): y[{int(at) + bad}] = {got[bad]}, want "
+                        f"{want[bad]} (each y = a*x + y): the work of some calls is missing "
+                        f"when the run ends")
+
+        per_call, reps = tut.measure_calls(
+            [("copy", lambda: dtod(d_copy.ptr, d_x.ptr, x.nbytes)), ("saxpy", run_saxpy),
+             ("harness call", lib.synchronize)],
+            sync=lib.synchronize, flush=lambda: lib.memset(d_l2.ptr, next(flushes) & 0xFF,
+                                                           flush_bytes),
+            min_seconds=min_seconds, clock=clock, extra=lambda: int(rng.integers(0, 3)),
+            after_run=spot_check, too_slow=1.0)   # 1 s a call: 1.6 GB/s, far below any copy
+        got = d_y.download(np.float32, n)
+        d_y.check_guards()
+        d_copy.check_guards()
+    want = y + np.float32(sum(sent)) * x   # exact (see above)
+    tut.assert_equal(got, want, name=f"y after the {len(sent)} timed calls of saxpy_grid_stride "
+                                     f"(each y = a*x + y, a drawn per call)")
+    gbps = 3 * x.nbytes / per_call["saxpy"] / 1e9     # x and y read, y written
+    ceiling = 2 * x.nbytes / per_call["copy"] / 1e9   # read + written
+    fraction, message = tut.performance_points("saxpy_grid_stride", gbps, ceiling, PERF_FULL,
+                                               PERF_ZERO)
+    overhead = per_call["harness call"]
+    message += (f"\n(n = {n}, <<<{blocks}, {block}>>>; median of 7 runs of {reps['saxpy']} to "
+                f"{reps['saxpy'] + 2} calls, "
+                f"timed by the checker; a call into the library and back costs "
+                f"{overhead * 1e6:.1f} us, {overhead / per_call['saxpy']:.1%} of a saxpy call, "
+                f"counted in it, not subtracted)")
+    return {"fraction": fraction, "message": message, "gbps": gbps, "ceiling": ceiling}
+
+
+@CH.performance("01.5", "speed", f"saxpy_grid_stride_kernel's speed: all points from "
+                f"{PERF_FULL:.0%} of the copy ceiling (GPU)", points=PERF_POINTS,
+                full=PERF_FULL, zero=PERF_ZERO)
+def test_grid_stride_speed(ctx):
+    r = saxpy_performance(ctx.lib, ctx.rng)
+    return r["fraction"], r["message"]
+
+
 @CH.check("float4-alignment", "the float4 vector add is right on pointers not 16-byte aligned")
 def test_float4_alignment(ctx):
     """A float4 access needs a 16-byte aligned address; the kernel falls back to scalar loads
@@ -414,6 +514,16 @@ def bench(lib):
                              atol=1e-30, name=f"version {version}")
             b.row(f"vector add v{version}: {what}", 3 * n * 4 / (ms * 1e-3) / 1e9, "GB/s",
                   ceiling)   # 3 arrays x n x 4 bytes
+    # 01.5's performance test as make grade BACKEND=gpu runs it (its own copy ceiling, timed
+    # from Python around the calls, so a little below the event-timed rows above)
+    try:
+        r = saxpy_performance(lib, rng, n if lib.backend == "cpu" else PERF_N)
+    except AssertionError as e:
+        print(f"  01.5+speed: {e}")
+    else:
+        b.row("saxpy grid-stride (01.5+speed, the checker's clock)", r["gbps"], "GB/s",
+              r["ceiling"])
+        print("  " + r["message"].replace("\n", "\n  "))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ One idea per module, each readable alone:
             mismatches; expect_raises()/expect_cuda_error(); inputs that catch bugs;
 - emulator: what only the CPU emulator can tell (stream_log);
 - bench:    Bench times with CUDA events in C (median of many runs) and prints ratios to a
-            ceiling measured in the same run;
+            ceiling measured in the same run; measure_calls and performance_points time a
+            graded exercise from the checker's side and turn its figure into points;
 - capture:  each test's output, diagnoses and crash report, kept for its row of the table;
 - runner:   Chapter, the test harness: one id per exercise ("01.2"), exit codes 0 pass /
             1 fail / 77 cannot run here, JSON results for `make check` and graders.
@@ -49,5 +50,6 @@ from .memory import DeviceBuffer, ManagedArray, check_managed, device_ballast  #
 from .compare import (assert_close, assert_equal, expect_cuda_error,  # noqa: E402
                       expect_raises, launch_config_errors, poisoned, random_f32)
 from .emulator import LOG_ADVICE, LOG_SYNC, child_result, run_child, stream_log  # noqa: E402
-from .bench import Bench, median_ms, plot_gbps  # noqa: E402
-from .runner import Chapter, Context, note, under_sanitizer  # noqa: E402
+from .bench import (FLUSH_BYTES, REFUSE_ABOVE, Bench, measure_calls,  # noqa: E402
+                    median_ms, performance_points, plot_gbps, points_fraction)
+from .runner import Chapter, Context, note, perf_skip, under_sanitizer  # noqa: E402

@@ -32,6 +32,19 @@ def under_sanitizer():
 
 
 
+def perf_skip(which_backend):
+    """Why a performance test is not timed here ("" when it is): a GPU only (the emulator's
+    time says nothing of one), and only when graded or asked for (TUT_PERF=1), since timing
+    takes seconds that make check should not spend."""
+    if which_backend != "gpu":
+        return ("performance is timed on a GPU only (the emulator's time says nothing about "
+                "one): its points need BACKEND=gpu (make grade BACKEND=gpu)")
+    if os.environ.get("TUT_PERF") != "1":
+        return ("timed when graded (make grade BACKEND=gpu) or with --bench, not by make "
+                "check: it takes seconds")
+    return ""
+
+
 def _first_failure(e):
     """The failure that started it all. After a fault inside a kernel every later CUDA call
     fails too, so the `with` blocks that free buffers on the way out raise again; Python keeps
@@ -171,6 +184,33 @@ class Chapter:
         return self._register(f"{exercise_id}+{key}", title, True,
                               part_of=exercise_id, points=check_count(points, "points"))
 
+    def performance(self, exercise_id, key, title, points, full, zero):
+        """A performance test of exercise `exercise_id`, id "NN.M+key", worth up to `points` in
+        `make grade BACKEND=gpu`: its function returns (fraction, message) from
+        tut.performance_points, and earns that fraction of the points (all from `full` of the
+        copy ceiling, none at `zero` or below, linear between). It is timed only on a GPU and
+        only when graded (TUT_PERF=1: make grade, make grade-all) or asked for (--bench), so
+        that make check stays fast; elsewhere it is a skip that says so."""
+        if not any(t["id"] == exercise_id and t["exercise"] for t in self.tests):
+            raise ValueError(f"performance test {key!r}: no exercise {exercise_id} here")
+        if not re.fullmatch(r"[A-Za-z0-9-]+", key):
+            raise ValueError(f"performance test key {key!r}: use letters, digits and '-' only")
+        if not 0 <= zero < full:
+            raise ValueError(f"performance test {key!r}: needs 0 <= zero < full")
+        fn_perf = {"full": float(full), "zero": float(zero)}
+
+        def wrap(fn):
+            def timed(ctx):
+                why = perf_skip(ctx.backend)
+                if why:
+                    raise Skip(why)
+                return fn(ctx)
+            timed.__name__ = getattr(fn, "__name__", "performance")
+            self._register(f"{exercise_id}+{key}", title, True, part_of=exercise_id,
+                           points=check_count(points, "points"), perf=fn_perf)(timed)
+            return fn
+        return wrap
+
     def load_hidden(self, directory=None):
         """Register the hidden tests in TUT_HIDDEN (make grade HIDDEN=dir): every NN*.py and
         NN*/*.py there for this chapter NN, each with a function register(chapter, driver)
@@ -266,11 +306,14 @@ class Chapter:
         diagnostic()   # what an earlier test left is not this one's
         with _test_running() as notes, capture.output_to(output):
             status, message = self._call(test, ctx, lib)
+            fraction = getattr(ctx, "perf_fraction", None)
             try:
                 diagnostics = diagnostic()
             except Exception as e:   # a library whose process died: the row says so
                 diagnostics = f"(the emulator's diagnoses could not be read: {e})"
         extra = {"diagnostics": diagnostics.rstrip(), "notes": notes}
+        if test.get("perf") and status == "PASS":
+            extra["fraction"] = fraction
         if output is not None:
             text, lines, dropped = capture.read_capped(output)
             extra.update(output=text, output_lines=lines, output_dropped=dropped,
@@ -297,7 +340,7 @@ class Chapter:
             # streams and events alive (CPU backend; None on a GPU: CUDA cannot count them)
             live = getattr(lib, "live_objects", lambda: None)
             live_before = live()
-            test["fn"](ctx)
+            value = test["fn"](ctx)
             # Memory still held by garbage (a cycle through an owner, a consumer's capsule
             # another library keeps in one) is not the test's leak: collect it first.
             gc.collect()
@@ -314,6 +357,12 @@ class Chapter:
                                 f"event(s) more alive after the test than before (every "
                                 f"cudaStreamCreate needs its cudaStreamDestroy, every "
                                 f"cudaEventCreate its cudaEventDestroy, on error paths too)")
+            if test.get("perf"):
+                # (fraction of the points, why): a figure at or below the scale's zero fails
+                fraction, message = value
+                ctx.perf_fraction = min(1.0, max(0.0, float(fraction)))
+                note(message)   # make check's table shows a passing row's notes, not its message
+                return ("PASS" if ctx.perf_fraction > 0 else "FAIL"), message
             return "PASS", ""
         except Exception as e:
             root = _first_failure(e)
@@ -341,6 +390,8 @@ class Chapter:
         r.update({k: v for k, v in extra.items() if v not in (None, "", [], 0)})
         if test.get("part_of"):
             r.update(part_of=test["part_of"], points=test["points"], hidden=True)
+        if test.get("perf"):   # the course's own test, shown to the student: not a hidden one
+            r.update(hidden=False, perf=test["perf"])
         return r
 
     def main(self, bench=None, demo=None, warm_up=None, argv=None):
@@ -377,7 +428,8 @@ class Chapter:
             return EXIT_PASS
         if args.describe:   # for tools/grade.py
             print(json.dumps([{"id": t["id"], "title": t["title"], "exercise": t["exercise"],
-                               "part_of": t.get("part_of"), "points": t.get("points")}
+                               "part_of": t.get("part_of"), "points": t.get("points"),
+                               "perf": t.get("perf")}
                               for t in self.tests]))
             return EXIT_PASS
         try:
