@@ -151,10 +151,12 @@ def process_chunked(lib, x, a, b, chunk_elems):
                                                                chunk_elems))
 
 
-def fill_checked(lib, n, value, block):
+def fill_checked(lib, n, value, block, poison=True):
+    """poison=False: the output starts as zeros (np.zeros takes pages the kernel zeroes when
+    first touched, no pass of its own), for a caller whose value is not 0: 8 GiB at INT_MAX."""
     n = tut.check_count(n, "n")
     block = tut.check_count(block, "block")   # 0 or 1025 is CUDA's to refuse: the lesson
-    out = tut.poisoned(n, np.float32)
+    out = tut.poisoned(n, np.float32) if poison else np.zeros(n, np.float32)
     c_api(lib).fill_checked(tut.ptr(out), n, value, block)
     return out
 
@@ -316,7 +318,7 @@ def test_fill_int_max(ctx):
                        f"{free / 2**30:.1f} GiB and {host / 2**30:.1f} GiB free here")
     # A neighbour allocated first: if wrapped indices land in it rather than fault, it shows.
     with tut.DeviceBuffer(ctx.lib, 4 * n) as neighbour:
-        out = fill_checked(ctx.lib, n, value, block)
+        out = fill_checked(ctx.lib, n, value, block, poison=False)   # an unwritten 0 != 1.5
         for first in range(0, n, 1 << 26):
             bad = np.flatnonzero(out[first:first + (1 << 26)] != value)
             if bad.size:

@@ -251,7 +251,15 @@ def device_ballast(lib, leave_free):
     raises Skip when the device cannot be filled (another process holds memory)."""
     free, _ = lib.mem_info()
     size, handle = free - leave_free, ctypes.c_void_p()
+    # the emulator's: counted as device memory, not poisoned, so no host memory is written
+    ballast = getattr(lib.cdll, "cuemuMallocBallast", None)
     while size > 0:
+        if ballast is not None:
+            ballast.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+            if ballast(ctypes.byref(handle), size) == 0:
+                break
+            size -= 64 << 20
+            continue
         try:
             lib.malloc_raw(ctypes.byref(handle), size)
             break

@@ -199,6 +199,8 @@ void rt_registry_clear_accesses(void)
 
 /* cuemuMallocSparse: the allocation being made is sparse (set under the lock) */
 static int sparse_next;
+/* cuemuMallocBallast: the allocation this host thread is making is not poisoned */
+static __thread int ballast_next;
 
 /* ---- mapping ------------------------------------------------------------------------------ */
 static unsigned char canary_ref[65536];
@@ -282,7 +284,7 @@ void rt_block_place(rt_block *b, size_t size, const char *file, int line)
        small allocation commits no more host memory than the allocation itself. */
     char *front = base - FRONT_CHECK < b->data ? b->data : base - FRONT_CHECK;
     memset(front, CANARY_BYTE, (size_t)(base - front));
-    if (!sparse_next) memset(base, POISON_BYTE, size);
+    if (!sparse_next && !ballast_next) memset(base, POISON_BYTE, size);
     memset(base + size, CANARY_BYTE, (size_t)(end - (base + size)));
     b->dev_dirty = 0;
     b->dev_exposed = 0;
@@ -722,6 +724,21 @@ cudaError_t cuemuMallocSparse(void **devPtr, size_t size)
     /* not recorded as the last error: a test that finds no room for it says so and goes on,
        and the student's next cudaGetLastError must not see it */
     return b ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+
+/* Tests only (ctypes): device memory that counts against the device like cudaMalloc's but is
+   not poisoned, so that it commits no host memory until written. tut.device_ballast fills the
+   emulated device with it ("more than the device has" at a size the host holds): poisoned, a
+   4 GiB ballast wrote 4 GiB of a student's RAM and took 0.3 s. */
+cudaError_t cuemuMallocBallast(void **devPtr, size_t size)
+{
+    RT_ENTER();
+    if (!devPtr || size == 0) return rt_err(cudaErrorInvalidValue);
+    ballast_next = 1;
+    cudaError_t e = device_alloc(devPtr, size, CUEMU_MEM_DEVICE, NULL, 0);
+    ballast_next = 0;
+    /* not the last error either: device_ballast asks for less when it does not fit */
+    return e;
 }
 
 /* Rows padded to a multiple of 512 bytes, what an H200 hands out for cudaMallocPitch. */
