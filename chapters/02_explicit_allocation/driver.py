@@ -188,7 +188,10 @@ def budget_for(ctx):
 
 
 def ref_scale_shift(x, a, b):
-    return np.float64(a) * x.astype(np.float64) + np.float64(b)
+    out = x.astype(np.float64)   # in place after this copy: one float64 array, not three
+    out *= np.float64(a)
+    out += np.float64(b)
+    return out
 
 
 def random_ab(rng):

@@ -368,7 +368,10 @@ def pinned_balanced(fn):
 
 
 def ref_scale_shift(x, a, b):
-    return np.float64(a) * x.astype(np.float64) + np.float64(b)
+    out = x.astype(np.float64)   # in place after this copy: one float64 array, not three
+    out *= np.float64(a)
+    out += np.float64(b)
+    return out
 
 
 def random_ab(rng):
@@ -444,8 +447,10 @@ def test_stream(ctx):
 @pinned_balanced
 def test_pipeline(ctx):
     lib = ctx.lib
+    # 7-float chunks: 1,430 rounds of the four streams and a last chunk of 4 (n = 100,003
+    # made 14,287 chunks, 0.57 s a run on the emulator, and tested nothing more)
     cases = [(1, 64, 1), (1000, 1000, 1), (999_983, 4099, 2), (999_983, 1 << 18, 3),
-             (100_003, 7, 4), (65_536, 1 << 20, 8)]
+             (10_007, 7, 4), (65_536, 1 << 20, 8)]
     if ctx.large:   # big enough that a missing final synchronise shows on pinned h_y
         cases.append(((1 << 24) + 7, 1 << 20, 3))
     for n, chunk, nstreams in cases:

@@ -444,7 +444,10 @@ def parts(n, k):
 
 
 def ref_scale_shift(x, a, b):
-    return np.float64(a) * x.astype(np.float64) + np.float64(b)
+    out = x.astype(np.float64)   # in place after this copy: one float64 array, not three
+    out *= np.float64(a)
+    out += np.float64(b)
+    return out
 
 
 def random_ab(rng):
