@@ -140,10 +140,12 @@ $(BUILD)/cpu/common/tut_check.o: common/tut_check.cu $(COMMON_H) $(EMU_REWRITE) 
 	$(EMU_REWRITE) $< $(@D)/tut_check.cpp
 	$(EMU_CXX) $(EMU_PCH_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -c -o $(call emu_compile_to,$@) $(@D)/tut_check.cpp
 	$(call emu_inline_hooks,$@)
-# One object per .cu, so that a change to one file recompiles only that file. The rewrite runs on
-# every make (it is quick) but replaces its output only when the text changes: an object follows
-# its source's content, not its date (make mutants puts an original file back, with its old date,
-# after compiling a planted bug in it).
+# One object per .cu, so that a change to one file recompiles only that file (with clang, the
+# emulator's hooks are inlined into each object, not at the link: emu/emu.mk, EMU_LLVM_LINK; the
+# link then takes a fraction of a second, tut_check.o being machine code already). The rewrite
+# runs on every make (it is quick) but replaces its output only when the text changes: an object
+# follows its source's content, not its date (make mutants puts an original file back, with its
+# old date, after compiling a planted bug in it).
 define cpu_lib
 $(BUILD)/cpu/$(1)/obj/%.cpp: $(1)/%.cu $$(EMU_REWRITE) FORCE
 	@mkdir -p $$(@D)
