@@ -208,7 +208,8 @@ $(EMU_ALONE_BIN): emu/tests/alone/core_alone.c emu/tests/alone/stub_runtime.c \
                   emu/tests/alone/stub_runtime.h $(EMU_CORE_OBJ) $(wildcard emu/include/*.h)
 	@mkdir -p $(@D)
 	$(EMU_CC) $(EMU_CFLAGS) -c -o $@-stub.o emu/tests/alone/stub_runtime.c
-	$(EMU_CXX) -x c -std=gnu11 -O2 -fPIC -g -Wall -Iemu/include $(if $(EMU_TRACE),-DCORE_ALONE_TRACE $(EMU_TRACE)) $(EMU_LTOFLAGS) $(EMU_SANFLAGS) -c -o $@.o emu/tests/alone/core_alone.c
+	$(EMU_CXX) -x c -std=gnu11 -O2 -fPIC -g -Wall -Iemu/include $(if $(EMU_TRACE),-DCORE_ALONE_TRACE $(EMU_TRACE)) $(EMU_LTOFLAGS) $(EMU_SANFLAGS) -c -o $(call emu_compile_to,$@.o) emu/tests/alone/core_alone.c
+	$(call emu_inline_hooks,$@.o)
 	$(if $(EMU_LTO),$(EMU_CXX),$(EMU_CC)) -o $@ $@.o $@-stub.o $(EMU_CORE_OBJ) $(EMU_LDLIBS)
 
 emu-lib: $(EMU_REWRITE) $(EMU_RUNTIME)
