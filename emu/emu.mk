@@ -33,14 +33,20 @@ EMU_CXX      ?= $(CXX)
 else
 EMU_CXX      ?= $(or $(shell command -v clang++ 2>/dev/null),$(CXX))
 endif
+# expanded once: ?= would run the shell again wherever EMU_CXX is used
+EMU_CXX      := $(EMU_CXX)
 # The oldest compilers that build it: gcc 11 (C++17, -fsanitize=alignment) and clang 14
 # (-fsanitize-coverage=trace-loads). Asked once per make, from the compiler's own macros; a
 # compiler too old stops make at once, before anything is built, when the emulator is needed.
+# The same question says whether it compiles for 64-bit Arm (EMU_DIVZERO), and the folder it is
+# installed in, where its LLVM tools are (EMU_LTO, EMU_LLVM_LINK): a sub-make (make check builds
+# each chapter in one) asks nothing again, which keeps an unchanged `make check` quick.
 EMU_CXX_MIN_gcc   := 11
 EMU_CXX_MIN_clang := 14
-ifneq ($(TUT_EMU_CXX_ASKED),$(EMU_CXX))
+ifneq ($(TUT_EMU_CXX_ASKED) $(origin TUT_EMU_CXX_DIR),$(EMU_CXX) environment)
   export TUT_EMU_CXX_ASKED := $(EMU_CXX)
-  export TUT_EMU_CXX_ID := $(shell printf '\043ifdef __clang__\nclang __clang_major__\n\043else\ngcc __GNUC__\n\043endif\n' | $(EMU_CXX) -x c++ -E -P - 2>/dev/null)
+  export TUT_EMU_CXX_ID := $(shell printf '\043ifdef __clang__\nclang __clang_major__\n\043else\ngcc __GNUC__\n\043endif\n\043ifdef __aarch64__\naarch64\n\043endif\n' | $(EMU_CXX) -x c++ -E -P - 2>/dev/null)
+  export TUT_EMU_CXX_DIR := $(shell dirname "$$(readlink -f "$$(command -v $(firstword $(EMU_CXX)))")" 2>/dev/null)
 endif
 EMU_CXX_KIND := $(word 1,$(TUT_EMU_CXX_ID))
 EMU_CXX_MAJOR := $(word 2,$(TUT_EMU_CXX_ID))
@@ -69,7 +75,7 @@ EMU_TRACE    := $(if $(and $(filter clang,$(EMU_CXX_KIND)),$(if $(EMU_SANITIZE),
 # The link repeats the compile's -mllvm options and its -fno-vectorize (the plugin sees neither,
 # and vectorised a loop compiled with -fno-vectorize).
 ifeq ($(origin EMU_LTO),undefined)
-EMU_LTO      := $(if $(EMU_TRACE),$(shell d=$$(dirname "$$(readlink -f "$$(command -v $(EMU_CXX))")") && test -f "$$d/../lib/LLVMgold.so" && echo y))
+EMU_LTO      := $(if $(EMU_TRACE),$(if $(and $(TUT_EMU_CXX_DIR),$(wildcard $(TUT_EMU_CXX_DIR)/../lib/LLVMgold.so)),y))
 endif
 EMU_LTOFLAGS := $(if $(EMU_LTO),-flto)
 EMU_LTOLINK  := $(if $(EMU_LTO),-flto $(foreach o,simplifycfg-sink-common simplifycfg-hoist-common vectorize-loops vectorize-slp,-Wl$(comma)-plugin-opt=-$(o)=false))
@@ -87,7 +93,7 @@ EMU_LTOLINK  := $(if $(EMU_LTO),-flto $(foreach o,simplifycfg-sink-common simpli
 # emu_compile_to: where the compile writes (the bitcode, when there is a second step);
 # emu_inline_hooks: the second step, a recipe line of its own (nothing without llvm-link).
 ifeq ($(origin EMU_LLVM_LINK),undefined)
-EMU_LLVM_LINK := $(if $(EMU_LTO),$(shell d=$$(dirname "$$(readlink -f "$$(command -v $(firstword $(EMU_CXX)))")") && test -x "$$d/llvm-link" && echo "$$d/llvm-link"))
+EMU_LLVM_LINK := $(if $(and $(EMU_LTO),$(TUT_EMU_CXX_DIR)),$(wildcard $(TUT_EMU_CXX_DIR)/llvm-link))
 endif
 EMU_HOOKS_BC := $(if $(and $(EMU_LTO),$(EMU_LLVM_LINK)),$(EMU_BUILD)/obj/core/hooks.c.o)
 EMU_NATIVEFLAGS := -O2 -fPIC -fno-vectorize -fno-slp-vectorize -mllvm -simplifycfg-sink-common=false -mllvm -simplifycfg-hoist-common=false -Qunused-arguments
@@ -103,7 +109,7 @@ EMU_HEADERS  := $(wildcard emu/include/*.h emu/include/*.hpp emu/include/cuda/*)
 # -fsanitize=alignment: misaligned accesses reach the emulator's handler (emu/core/access.c)
 # -fsanitize=integer-divide-by-zero, where an integer division by zero does not trap (64-bit
 # Arm: SDIV gives 0): its check raises the SIGFPE that x86-64's DIV does (emu/core/fault_arch.c)
-EMU_DIVZERO  := $(if $(filter aarch64% arm64%,$(shell $(EMU_CXX) -dumpmachine 2>/dev/null)),-fsanitize=integer-divide-by-zero)
+EMU_DIVZERO  := $(if $(filter aarch64,$(word 3,$(TUT_EMU_CXX_ID))),-fsanitize=integer-divide-by-zero)
 EMU_ALIGN    := $(if $(EMU_SANITIZE),,-fsanitize=alignment $(EMU_DIVZERO) $(if $(filter clang,$(EMU_CXX_KIND)),-fno-sanitize-link-runtime))
 # -isystem emu/include/unsupported: one-line "not supported here" stand-ins for toolkit headers
 # the emulator does not offer (mma.h, curand.h, ...), searched after the program's own -I dirs
