@@ -142,20 +142,24 @@ $(foreach t,chapters solutions,$(eval $(call gpu_lib,$(t))))
 
 # The cpu backend: the emulator rewrites each .cu (kernel launches, extern __shared__; #line keeps
 # errors on your .cu lines), then the host compiler builds it with the emulator's headers.
-$(BUILD)/cpu/common/tut_check.o: common/tut_check.cu $(COMMON_H) $(EMU_REWRITE) $(EMU_HEADERS)
+$(BUILD)/cpu/common/tut_check.o: common/tut_check.cu $(COMMON_H) $(EMU_REWRITE) $(EMU_HEADERS) $(EMU_HOOKS_BC)
 	@mkdir -p $(@D)
 	$(EMU_REWRITE) $< $(@D)/tut_check.cpp
-	$(EMU_CXX) $(EMU_PCH_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -c -o $@ $(@D)/tut_check.cpp
-# One object per .cu, so that a change to one file recompiles only that file. The rewrite runs on
-# every make (it is quick) but replaces its output only when the text changes: an object follows
-# its source's content, not its date (make mutants puts an original file back, with its old date,
-# after compiling a planted bug in it).
+	$(EMU_CXX) $(EMU_PCH_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -c -o $(call emu_compile_to,$@) $(@D)/tut_check.cpp
+	$(call emu_inline_hooks,$@)
+# One object per .cu, so that a change to one file recompiles only that file (with clang, the
+# emulator's hooks are inlined into each object, not at the link: emu/emu.mk, EMU_LLVM_LINK; the
+# link then takes a fraction of a second, tut_check.o being machine code already). The rewrite
+# runs on every make (it is quick) but replaces its output only when the text changes: an object
+# follows its source's content, not its date (make mutants puts an original file back, with its
+# old date, after compiling a planted bug in it).
 define cpu_lib
 $(BUILD)/cpu/$(1)/obj/%.cpp: $(1)/%.cu $$(EMU_REWRITE) FORCE
 	@mkdir -p $$(@D)
 	@$$(EMU_REWRITE) $$< $$@.tmp && if cmp -s $$@.tmp $$@; then rm -f $$@.tmp; else mv -f $$@.tmp $$@$(if $(V), && echo "$$(EMU_REWRITE) $$< $$@"); fi
-$(BUILD)/cpu/$(1)/obj/%.o: $(BUILD)/cpu/$(1)/obj/%.cpp $(COMMON_H) $$(EMU_HEADERS)
-	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -I$(1)/$$(*D) $$(EMU_FLAGS_$$(*D)) -c -o $$@ $$<
+$(BUILD)/cpu/$(1)/obj/%.o: $(BUILD)/cpu/$(1)/obj/%.cpp $(COMMON_H) $$(EMU_HEADERS) $$(EMU_HOOKS_BC)
+	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -I$(1)/$$(*D) $$(EMU_FLAGS_$$(*D)) -c -o $$(call emu_compile_to,$$@) $$<
+	$$(call emu_inline_hooks,$$@)
 $(BUILD)/cpu/$(1)/lib%.so: $$$$(addprefix $(BUILD)/cpu/$(1)/obj/$$$$*/,$$$$(addsuffix .o,$$$$(basename $$$$(notdir $$$$(wildcard $(1)/$$$$*/*.cu))))) $(BUILD)/cpu/common/tut_check.o $$(EMU_RUNTIME)
 	@rm -f $$@
 	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) $$(if $$(filter clang,$$(EMU_CXX_KIND)),-Qunused-arguments) -shared -o $$@ $$(filter $(BUILD)/cpu/$(1)/obj/%,$$^) $(BUILD)/cpu/common/tut_check.o -Wl,--whole-archive $$(EMU_RUNTIME) -Wl,--no-whole-archive $$(EMU_LDLIBS)

@@ -99,6 +99,16 @@ if(EXISTS "${REPO_ROOT}/emu/tests/core/rewrite_lines.py")
   set_tests_properties("emu/rewrite/lines" PROPERTIES TIMEOUT ${EMU_T60} LABELS "emu")
 endif()
 
+# The clang build's hooks inlined into each object (emu/emu.mk, EMU_LLVM_LINK): every emulated
+# object is machine code and calls no hook; skips where the build inlines none per file.
+if(EXISTS "${REPO_ROOT}/emu/tests/core/inlined_hooks.py")
+  add_test(NAME "emu/inlined-hooks"
+           COMMAND "${PYTHON}" "${REPO_ROOT}/emu/tests/core/inlined_hooks.py" "${BUILD_DIR}"
+           WORKING_DIRECTORY "${REPO_ROOT}")
+  set_tests_properties("emu/inlined-hooks" PROPERTIES TIMEOUT ${EMU_T60} SKIP_RETURN_CODE 77
+                       LABELS "emu")
+endif()
+
 # The two halves apart (emu/tests/alone/): emu/core's objects, linked with a stub runtime that
 # implements only cuemu_internal.h, run kernels with barriers, warp shuffles, faults and races,
 # in every thread order; layering.py checks both directions by includes and by symbols.
