@@ -90,8 +90,10 @@ EMU_LTOLINK  := $(if $(EMU_LTO),-flto $(foreach o,simplifycfg-sink-common simpli
 # the end of the first step's optimisation, so the hooks can only be inlined in a second one.
 # What links such objects links them as before, with EMU_LDLIBS: native objects need no plugin,
 # and the hooks.c of libcuemu.a is the one bitcode left.
-# emu_compile_to: where the compile writes (the bitcode, when there is a second step);
-# emu_inline_hooks: the second step, a recipe line of its own (nothing without llvm-link).
+# EMU_NATIVEFLAGS: the second step's options, those of EMU_TRACE that act on optimisation and
+# code generation (the rest is in the bitcode already); emu_compile_to: where the compile writes
+# (the bitcode, when there is a second step); emu_inline_hooks: the second step, a recipe line
+# of its own (nothing without llvm-link).
 ifeq ($(origin EMU_LLVM_LINK),undefined)
 EMU_LLVM_LINK := $(if $(and $(EMU_LTO),$(TUT_EMU_CXX_DIR)),$(wildcard $(TUT_EMU_CXX_DIR)/llvm-link))
 endif
