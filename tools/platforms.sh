@@ -52,6 +52,7 @@ compiler_leg() {
     b="$OUT/$name"; log="$OUT/$name.log"; t0=$(date +%s)
     mkdir -p "$b"
     # The wrapper runs from the repository (a chroot sees it at the same path: mounted below).
+    # CTest gets the leg's CXX too: emu/inlined-hooks asks make how it builds, with this CXX.
     run_in() { $wrap bash -c "cd '$REPO' && $*"; }
     if ! out=$(run_in "make -n --no-print-directory BUILD='$b' CXX='$cxx' PYTHON='$PYTHON' emu-lib" 2>&1 >/dev/null); then
         if grep -q "the emulator needs" <<<"$out"; then
@@ -65,13 +66,13 @@ compiler_leg() {
         row "$plat" "$cxx" "emulator build" "FAIL (see $log)"; return
     fi
     local py; py="$(run_in "if [ -x '$b/venv/bin/python' ]; then echo '$b/venv/bin/python'; else command -v '$PYTHON'; fi")"
-    run_in "cmake -S tests -B '$b/tests/emu' -DMODE=maintainer -DBACKEND=cpu -DPYTHON='$py' -DBUILD_DIR='$b' >/dev/null && ctest --test-dir '$b/tests/emu' -L '^emu$' --parallel $JOBS --output-on-failure" >>"$log" 2>&1
+    run_in "cmake -S tests -B '$b/tests/emu' -DMODE=maintainer -DBACKEND=cpu -DPYTHON='$py' -DBUILD_DIR='$b' >/dev/null && CXX='$cxx' ctest --test-dir '$b/tests/emu' -L '^emu$' --parallel $JOBS --output-on-failure" >>"$log" 2>&1
     local rc=$? summary again=""
     summary="$(grep -E 'tests passed|tests failed' "$log" | tail -n1)"
     if [ $rc != 0 ]; then
         # A busy machine times tests out: what failed beside others runs again alone, once.
         again="$(grep -cE '\*\*\*(Failed|Timeout)' "$log")"
-        run_in "ctest --test-dir '$b/tests/emu' --rerun-failed --output-on-failure" >>"$log" 2>&1
+        run_in "CXX='$cxx' ctest --test-dir '$b/tests/emu' --rerun-failed --output-on-failure" >>"$log" 2>&1
         rc=$?
         again=", $again run again alone: $(grep -E 'tests passed|tests failed' "$log" | tail -n1)"
     fi
