@@ -161,6 +161,12 @@ def details(r, everything):
     return out
 
 
+def counted_exercise(r):
+    """A row that counts as an exercise in "N of M exercises": not an instructor's hidden test,
+    nor a performance test (its exercise's own row counts already)."""
+    return bool(r.get("exercise")) and not r.get("hidden") and not r.get("perf")
+
+
 def next_step(ex):
     """(exercise id, place) of the first exercise that does not pass, in id order (one whose
     lines do not compile first: nothing of its chapter runs until they do)."""
@@ -175,8 +181,7 @@ def next_step(ex):
 
 
 def closing_line(rows):
-    ex = [r for _, r in rows if r.get("exercise") and not r.get("hidden")
-          and not r.get("perf")]
+    ex = [r for _, r in rows if counted_exercise(r)]
     checks = [r for _, r in rows if not r.get("exercise")]
     parts = []
     if ex:
@@ -215,8 +220,7 @@ def chapter_lines(rows, current):
     out = []
     for ch in sorted({r["id"][:2] for _, r in rows}):
         mine = [r for _, r in rows if r["id"][:2] == ch]
-        ex = [r for r in mine if r.get("exercise") and not r.get("hidden")
-          and not r.get("perf")]
+        ex = [r for r in mine if counted_exercise(r)]
         checks = [r for r in mine if not r.get("exercise")]
         counts = {}
         for r in ex + checks:
@@ -271,8 +275,7 @@ def main(argv=None):
     chapters = sorted({r["id"][:2] for _, r in rows if r.get("id", "")[:2].isdigit()})
     if not brief and len(chapters) > 1 and not args.all:
         # several chapters: a line each, then the rows of the chapter in progress only
-        ex = [r for _, r in rows if r.get("exercise") and not r.get("hidden")
-          and not r.get("perf")]
+        ex = [r for _, r in rows if counted_exercise(r)]
         current = (next_step(ex)[0] or "")[:2]
         print()
         for line in chapter_lines(rows, current):

@@ -253,21 +253,23 @@ def device_ballast(lib, leave_free):
     size, handle = free - leave_free, ctypes.c_void_p()
     # the emulator's: counted as device memory, not poisoned, so no host memory is written
     ballast = getattr(lib.cdll, "cuemuMallocBallast", None)
-    while size > 0:
+    if ballast is not None:
+        ballast.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
+
+    def taken(n):
         if ballast is not None:
-            ballast.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t]
-            if ballast(ctypes.byref(handle), size) == 0:
-                break
-            size -= 64 << 20
-            continue
+            return ballast(ctypes.byref(handle), n) == 0
         try:
-            lib.malloc_raw(ctypes.byref(handle), size)
-            break
-        except CudaError as e:   # another process took some meanwhile: ask for less
+            lib.malloc_raw(ctypes.byref(handle), n)
+            return True
+        except CudaError as e:
             if e.name != "cudaErrorMemoryAllocation":
                 raise
             lib.clear_last_error()
-            size -= 64 << 20
+            return False
+
+    while size > 0 and not taken(size):   # another process took some meanwhile: ask for less
+        size -= 64 << 20
     try:
         now_free, _ = lib.mem_info()
         if now_free > 4 * leave_free:

@@ -177,12 +177,17 @@ class Chapter:
     def hidden(self, exercise_id, key, title, points=1):
         """A hidden test (an instructor's, loaded from TUT_HIDDEN): part of exercise
         `exercise_id` ("01.2"), with id "01.2+key", worth `points` in `make grade`."""
-        if not any(t["id"] == exercise_id and t["exercise"] for t in self.tests):
-            raise ValueError(f"hidden test {key!r}: no exercise {exercise_id} in this chapter")
-        if not re.fullmatch(r"[A-Za-z0-9-]+", key):
-            raise ValueError(f"hidden test key {key!r}: use letters, digits and '-' only")
-        return self._register(f"{exercise_id}+{key}", title, True,
+        return self._register(self._part_id(exercise_id, key, "hidden test"), title, True,
                               part_of=exercise_id, points=check_count(points, "points"))
+
+    def _part_id(self, exercise_id, key, kind):
+        """The id "NN.M+key" of a test that is part of exercise NN.M (a hidden or performance
+        test), once the exercise is known here and the key is one a file name can hold."""
+        if not any(t["id"] == exercise_id and t["exercise"] for t in self.tests):
+            raise ValueError(f"{kind} {key!r}: no exercise {exercise_id} in this chapter")
+        if not re.fullmatch(r"[A-Za-z0-9-]+", key):
+            raise ValueError(f"{kind} key {key!r}: use letters, digits and '-' only")
+        return f"{exercise_id}+{key}"
 
     def performance(self, exercise_id, key, title, points, full, zero):
         """A performance test of exercise `exercise_id`, id "NN.M+key", worth up to `points` in
@@ -191,10 +196,7 @@ class Chapter:
         copy ceiling, none at `zero` or below, linear between). It is timed only on a GPU and
         only when graded (TUT_PERF=1: make grade, make grade-all) or asked for (--bench), so
         that make check stays fast; elsewhere it is a skip that says so."""
-        if not any(t["id"] == exercise_id and t["exercise"] for t in self.tests):
-            raise ValueError(f"performance test {key!r}: no exercise {exercise_id} here")
-        if not re.fullmatch(r"[A-Za-z0-9-]+", key):
-            raise ValueError(f"performance test key {key!r}: use letters, digits and '-' only")
+        test_id = self._part_id(exercise_id, key, "performance test")
         if not 0 <= zero < full:
             raise ValueError(f"performance test {key!r}: needs 0 <= zero < full")
         fn_perf = {"full": float(full), "zero": float(zero)}
@@ -206,7 +208,7 @@ class Chapter:
                     raise Skip(why)
                 return fn(ctx)
             timed.__name__ = getattr(fn, "__name__", "performance")
-            self._register(f"{exercise_id}+{key}", title, True, part_of=exercise_id,
+            self._register(test_id, title, True, part_of=exercise_id,
                            points=check_count(points, "points"), perf=fn_perf)(timed)
             return fn
         return wrap

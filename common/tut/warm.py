@@ -230,16 +230,12 @@ class ChapterRun:
                 r = self.ch.run_test(t, lib, self.seed, output=out)
                 _watchdog_is_timeout(r)
                 r["process"] = where
-                if r["status"] not in _GOOD:
-                    if n:   # after other tests in this context: again, in a fresh one (the parent)
-                        _write_json(self.json_path(t), [r])   # kept as a note on the new row
-                        os.write(report_fd, f"R {i}\n".encode())
-                        break
-                    _write_json(self.json_path(t), [r])
-                    os.write(report_fd, f"E {i}\n".encode())
+                _write_json(self.json_path(t), [r])   # after an R, the fresh run's row replaces it
+                good = r["status"] in _GOOD
+                # after other tests in this context: judged again, in a fresh one (the parent)
+                os.write(report_fd, f"{'E' if good or not n else 'R'} {i}\n".encode())
+                if not good:
                     break   # its fault may be sticky: the next test in a fresh context
-                _write_json(self.json_path(t), [r])
-                os.write(report_fd, f"E {i}\n".encode())
         except BaseException:
             traceback.print_exc()
             code = 1
