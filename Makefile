@@ -78,7 +78,17 @@ endif
 
 # Required nvcc flags live here, not in NVCCFLAGS, so `make NVCCFLAGS="-G -O0"` cannot drop them.
 # -Xcompiler -g: host debug information, so that a crash in host code is placed at its .cu line.
-TUT_NVCC  := -std=c++17 -arch=$(ARCH) -Icommon -Xcompiler -fPIC -Xcompiler -g
+TUT_NVCC  = -std=c++17 $(tut_arch) -Icommon -Xcompiler -fPIC -Xcompiler -g
+# CUDA 12's ptxas (12.4, measured) turns chapter 10's 1D bulk copies (bulk_copies.cu) into code
+# that faults on an H200 (cudaErrorIllegalAddress in 6 of 6 runs, driver 580, 2026-12-04), where
+# the same PTX compiled by the driver passes (3 of 3), as does nvcc 13's own code. With an nvcc
+# older than 13 that file's device code goes in as PTX only, which the driver compiles when the
+# library loads. Evaluated only for that file: nvcc --version costs nothing elsewhere.
+PTX_BEFORE_CUDA13 := bulk_copies
+tut_arch = -arch=$(or $(and $(filter $(PTX_BEFORE_CUDA13),$(basename $(notdir $(filter %.cu %.o,$^)))),$(call nvcc_older_than_13),$(call arch_as_ptx,$(ARCH))),$(ARCH))
+nvcc_older_than_13 = $(filter 9 10 11 12,$(shell $(NVCC) --version 2>/dev/null | sed -n 's/.*release \([0-9]*\)\..*/\1/p'))
+# sm_90 -> compute_90; native -> the first GPU's compute capability (nvidia-smi)
+arch_as_ptx = $(if $(filter native,$(1)),$(addprefix compute_,$(subst .,,$(firstword $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null)))),$(patsubst sm_%,compute_%,$(filter sm_%,$(1))))
 # The emulator's build rules and flags (EMU_REWRITE, EMU_RUNTIME, EMU_CXXFLAGS, EMU_LDLIBS).
 include emu/emu.mk
 # cuemu-nvcc, the nvcc-like driver for any .cu program (emu/tools/tools.mk).

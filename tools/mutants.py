@@ -813,6 +813,19 @@ class Workspace:
         return {}, f"{why}: {tail[0].strip()}"[:300]
 
 
+def names_line(message, where):
+    """Whether message names where ("file.cu:LINE"): that line, or a range of lines around it,
+    as the emulator's watchdog names a loop ("file.cu:251-253": the lines its samples fell on,
+    which on a busy machine need not include the loop's first)."""
+    if where in message:
+        return True
+    file, _, line = where.rpartition(":")
+    if not line.isdigit():
+        return False
+    return any(int(lo) <= int(line) <= int(hi)
+               for lo, hi in re.findall(re.escape(file) + r":(\d+)-(\d+)", message))
+
+
 def first_line(message):
     return next((l.strip() for l in message.splitlines() if l.strip()), "")
 
@@ -836,7 +849,7 @@ def judge(ws, mutant, orders, seed, timeout):
             if r is None or r["status"] not in ("PASS", "SKIP"):
                 res.update(status="killed", killed_by=f"{mutant.exercise} {order}",
                            message=first_line(r["message"]) if r else why)
-                if mutant.names and (r is None or mutant.names not in r["message"]):
+                if mutant.names and (r is None or not names_line(r["message"], mutant.names)):
                     # caught, but the diagnosis points elsewhere: the student is sent to the
                     # wrong line, which counts as a survivor
                     res.update(status="misnamed", message=(

@@ -82,6 +82,9 @@ done
 
 # ---- the checkout: mounted at its own path inside, so that file names read the same -------
 mkdir -p "$root$here"
+# a mount left by an earlier run whose checkout was since removed (and made again) shows a
+# directory that is gone: a fresh mount replaces it
+if mountpoint -q "$root$here" && ! [ "$root$here" -ef "$here" ]; then umount -l "$root$here"; fi
 mountpoint -q "$root$here" || { mount --bind "$here" "$root$here" && mounted+=("$root$here"); } \
     || die "could not mount $here into $root"
 build=build/arm64
