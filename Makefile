@@ -111,7 +111,14 @@ $(BUILD)/BACKEND: FORCE
 	@mkdir -p $(@D)
 	@$(if $(and $(filter gpu,$(B)),$(if $(HAVE_GPU),,no)),true,echo $(B) | cmp -s - $@ || echo $(B) > $@)
 
-$(BUILD)/gpu/common/tut_check.o: common/tut_check.cu $(COMMON_H) | nvcc-present
+# What the GPU objects were compiled with: nvcc (the one on the PATH, so a change of toolkit
+# counts), ARCH and NVCCFLAGS. Rewritten only when it changes, and then every GPU object is
+# built again: `make ARCH=sm_80` after a build for sm_90 must not keep sm_90's objects.
+$(BUILD)/gpu/nvcc.flags: FORCE
+	@mkdir -p $(@D)
+	@{ echo '$(NVCC) | $(ARCH) | $(NVCCFLAGS)'; command -v $(firstword $(NVCC)); } > $@.tmp 2>/dev/null; if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+
+$(BUILD)/gpu/common/tut_check.o: common/tut_check.cu $(COMMON_H) $(BUILD)/gpu/nvcc.flags | nvcc-present
 	@mkdir -p $(@D)
 	$(NVCC) $(TUT_NVCC) $(NVCCFLAGS) -c -o $@ $<
 
@@ -140,7 +147,7 @@ EMU_FLAGS_09_multi_gpu := $(if $(wildcard emu/include/nccl.h),-DTUT_HAVE_NCCL=1)
 # for chapter 10's four files at once, on the H200's machine), and make -j compiles the others
 # side by side. The -D and -I of a chapter's libraries (NCCL's) are for the compile too.
 define gpu_lib
-$(BUILD)/gpu/$(1)/%.o: $(1)/%.cu $(COMMON_H) | nvcc-present
+$(BUILD)/gpu/$(1)/%.o: $(1)/%.cu $(COMMON_H) $(BUILD)/gpu/nvcc.flags | nvcc-present
 	@mkdir -p $$(@D)
 	$$(NVCC) $$(TUT_NVCC) $$(NVCCFLAGS) $$(filter -D% -I%,$$(LDLIBS_$$(*D))) -c -o $$@ $$<
 $(BUILD)/gpu/$(1)/lib%.so: $$$$(addprefix $(BUILD)/gpu/$(1)/$$$$*/,$$$$(addsuffix .o,$$$$(basename $$$$(notdir $$$$(wildcard $(1)/$$$$*/*.cu))))) $(BUILD)/gpu/common/tut_check.o
