@@ -42,16 +42,33 @@ EMU_CXX      := $(EMU_CXX)
 # installed in, where its LLVM tools are (EMU_LTO, EMU_LLVM_LINK): a sub-make (make check builds
 # each chapter in one) asks nothing again, which keeps an unchanged `make check` quick.
 EMU_CXX_MIN_gcc   := 11
-EMU_CXX_MIN_clang := 14
+EMU_CXX_MIN_clang  = $(if $(EMU_CXX_ARM),17,14)
+emu_cxx_ask = $(eval export TUT_EMU_CXX_ASKED := $(EMU_CXX))$(eval \
+  export TUT_EMU_CXX_ID := $(shell printf '\043ifdef __clang__\nclang __clang_major__\n\043else\ngcc __GNUC__\n\043endif\n\043ifdef __aarch64__\naarch64\n\043endif\n' | $(EMU_CXX) -x c++ -E -P - 2>/dev/null))$(eval \
+  export TUT_EMU_CXX_DIR := $(shell dirname "$$(readlink -f "$$(command -v $(firstword $(EMU_CXX)))")" 2>/dev/null))
 ifneq ($(TUT_EMU_CXX_ASKED) $(origin TUT_EMU_CXX_DIR),$(EMU_CXX) environment)
-  export TUT_EMU_CXX_ASKED := $(EMU_CXX)
-  export TUT_EMU_CXX_ID := $(shell printf '\043ifdef __clang__\nclang __clang_major__\n\043else\ngcc __GNUC__\n\043endif\n\043ifdef __aarch64__\naarch64\n\043endif\n' | $(EMU_CXX) -x c++ -E -P - 2>/dev/null)
-  export TUT_EMU_CXX_DIR := $(shell dirname "$$(readlink -f "$$(command -v $(firstword $(EMU_CXX)))")" 2>/dev/null)
+  $(call emu_cxx_ask)
+endif
+# 64-bit Arm: clang 14 to 16 compile an access to a thread-local variable of a shared library
+# (the emulator's state in a chapter's library, which Python loads with dlopen) as a call that
+# they assume keeps the condition flags; glibc's resolver for such a library's variables does
+# not keep them, so a comparison made before the access decides a branch after it with garbage.
+# Measured 2026-12-04 (Debian 12 arm64, clang 14): ncclGroupEnd returned at once, with success,
+# and no collective ran (09.nccl got the inputs back). LLVM fixed it in 17. Where the default
+# clang++ is older, the emulator is built by g++ (which marks the flags as clobbered), and says
+# so; a clang that old named by the user is refused.
+EMU_CXX_ARM = $(filter aarch64,$(word 3,$(TUT_EMU_CXX_ID)))
+EMU_CXX_ARM_OLD_CLANG = $(and $(EMU_CXX_ARM),$(filter clang,$(word 1,$(TUT_EMU_CXX_ID))),$(shell test "$(word 2,$(TUT_EMU_CXX_ID))" -ge 17 2>/dev/null || echo old))
+ifneq ($(and $(EMU_CXX_ARM_OLD_CLANG),$(if $(filter command line environment,$(origin CXX) $(origin EMU_CXX)),,y)),)
+  $(info note: $(EMU_CXX) is clang $(word 2,$(TUT_EMU_CXX_ID)), which miscompiles a shared library's thread-local variables on 64-bit Arm (fixed in clang 17): the emulator is built by $(CXX) (without the race detector; install clang 17 or newer for it))
+  EMU_CXX := $(CXX)
+  export EMU_CXX
+  $(call emu_cxx_ask)
 endif
 EMU_CXX_KIND := $(word 1,$(TUT_EMU_CXX_ID))
 EMU_CXX_MAJOR := $(word 2,$(TUT_EMU_CXX_ID))
 EMU_CXX_BAD  := $(strip $(if $(TUT_EMU_CXX_ID),$(if $(shell test "$(EMU_CXX_MAJOR)" -ge "$(EMU_CXX_MIN_$(EMU_CXX_KIND))" 2>/dev/null || echo old),\
-  $(EMU_CXX) is $(EMU_CXX_KIND) $(EMU_CXX_MAJOR): the emulator needs gcc $(EMU_CXX_MIN_gcc) or clang $(EMU_CXX_MIN_clang) or newer (make CXX=g++-12$(comma) say)),\
+  $(EMU_CXX) is $(EMU_CXX_KIND) $(EMU_CXX_MAJOR): the emulator needs gcc $(EMU_CXX_MIN_gcc) or clang $(EMU_CXX_MIN_clang) or newer$(if $(EMU_CXX_ARM),$(if $(filter clang,$(EMU_CXX_KIND)), on 64-bit Arm (older clang miscompiles a shared library's thread-local variables there)),) (make CXX=g++-12$(comma) say)),\
   $(EMU_CXX) does not compile C++: the emulator needs gcc $(EMU_CXX_MIN_gcc) or clang $(EMU_CXX_MIN_clang) or newer (Debian/Ubuntu: apt-get install g++)))
 EMU_GOALS    := emu-lib emu-tests emu-bench cuemu-nvcc test mutants grade grade-all
 ifneq ($(EMU_CXX_BAD),)

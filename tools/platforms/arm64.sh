@@ -97,32 +97,40 @@ arch="$(in_root 'uname -m')"
 
 # ---- the build ---------------------------------------------------------------------------
 # Compiling under qemu-user is 10-20 times slower than natively: where the host has clang and
-# lld, the host's clang compiles for aarch64 against the chroot's headers and libraries (the
-# same clang 14 as the chroot's), and only the tests run under qemu. ARM64_BUILD=native
-# compiles inside the chroot instead, with its own compilers.
+# lld, the host's clang compiles for aarch64 against the chroot's headers and libraries, and
+# only the tests run under qemu. ARM64_BUILD=native compiles inside the chroot instead, with
+# its own compilers (Debian 12's clang is 14: make builds the emulator with g++ there).
 solibs=""
 for ch in $chapters; do
     d=$(cd "$here" && ls -d solutions/${ch}_* 2>/dev/null | head -1)
     [ -n "$d" ] && solibs="$solibs $build/cpu/solutions/lib$(basename "$d").so"
 done
 mode="${ARM64_BUILD:-}"
+# The host's clang must be 17 or newer: older ones miscompile a shared library's thread-local
+# variables for 64-bit Arm (emu/emu.mk says how), and make refuses them for it. The newest
+# clang++-NN with its ld.lld-NN and llvm-ar-NN (Debian 12: apt-get install clang-19 lld-19 llvm-19).
+sfx=""
+for v in $(ls /usr/bin/clang++-[0-9]* 2>/dev/null | sed 's/.*-//' | sort -rn); do
+    if [ "$v" -ge 17 ] && command -v "ld.lld-$v" >/dev/null && command -v "llvm-ar-$v" >/dev/null; then
+        sfx="-$v"; break
+    fi
+done
 if [ -z "$mode" ]; then
-    if [ "$(uname -m)" != aarch64 ] && command -v clang++ >/dev/null && command -v ld.lld >/dev/null \
-       && command -v llvm-ar >/dev/null; then mode=cross; else mode=native; fi
+    if [ "$(uname -m)" != aarch64 ] && [ -n "$sfx" ]; then mode=cross; else mode=native; fi
 fi
 targets="emu-tests $solibs $build/cpu/common/tut_check.o"
 if [ "$mode" = cross ]; then
-    x="--target=aarch64-linux-gnu --sysroot=$root -fuse-ld=lld"
-    cxx="$(clang++ --version | head -1 | sed 's/^Debian //; s/ (.*//; s/ version//') (cross)"
+    x="--target=aarch64-linux-gnu --sysroot=$root -fuse-ld=lld$sfx"
+    cxx="$(clang++$sfx --version | head -1 | sed 's/^Debian //; s/ (.*//; s/ version//') (cross)"
     # the rewriter runs where make runs: on the build machine first, then inside the chroot
     mkdir -p "$here/$build/emu"
     (cd "$here" && cc -std=c99 -O2 -Wall -o "$build/emu/cuemu-rewrite" emu/rewrite/cuemu_rewrite.c &&
-        clang $x -std=c99 -O2 -Wall -o "$build/emu/cuemu-rewrite.aarch64" emu/rewrite/cuemu_rewrite.c &&
+        clang$sfx $x -std=c99 -O2 -Wall -o "$build/emu/cuemu-rewrite.aarch64" emu/rewrite/cuemu_rewrite.c &&
         touch -r emu/rewrite/cuemu_rewrite.c "$build/emu/cuemu-rewrite.aarch64") \
         || die "could not build the rewriter"
     log "building the emulator, its tests and chapters $chapters for aarch64 (host clang)"
-    (cd "$here" && nice -n 10 make BUILD=$build BACKEND=cpu EMU_CXX="clang++ $x" EMU_CC="clang $x" \
-        CXX="clang++ $x" CC="clang $x" AR=llvm-ar EMU_LTO=y -o "$build/emu/cuemu-rewrite" \
+    (cd "$here" && nice -n 10 make BUILD=$build BACKEND=cpu EMU_CXX="clang++$sfx $x" EMU_CC="clang$sfx $x" \
+        CXX="clang++$sfx $x" CC="clang$sfx $x" AR=llvm-ar$sfx EMU_LTO=y -o "$build/emu/cuemu-rewrite" \
         -j"$(nproc)" $targets) >"$logs/build.log" 2>&1
 else
     cxx="$(in_root 'clang++ --version | head -1' | sed 's/^Debian //; s/ (.*//; s/ version//')"
