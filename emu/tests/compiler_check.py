@@ -4,7 +4,9 @@ that only answer make's question (which compiler, which major version):
 
   - one older than the minimum (gcc 10, clang 13) stops make before anything is built, with a
     message naming the minimum; the minimum itself (gcc 11, clang 14) and newer ones pass;
-  - a CXX the user sets becomes EMU_CXX.
+  - a CXX the user sets becomes EMU_CXX;
+  - for 64-bit Arm clang must be 17 or newer (emu/emu.mk says why): an older default clang++
+    gives way to g++, with a note; an older one the user names is refused.
 
     python3 compiler_check.py SCRATCH_DIR      (run by CTest: emu/compiler-check)
 """
@@ -22,18 +24,23 @@ def check(cond, what):
         failures.append(what)
 
 
-def fake(scratch, kind, major):
-    """A 'compiler' whose preprocessor says `kind major` (all make asks it)."""
-    path = os.path.join(scratch, f"fake-{kind}-{major}")
+def fake(scratch, kind, major, arm=False, name=None):
+    """A 'compiler' whose preprocessor says `kind major` (all make asks it), and `aarch64` on
+    a line of its own for one that compiles for 64-bit Arm."""
+    folder = os.path.join(scratch, f"fake-{kind}-{major}{'-arm' if arm else ''}")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, name or "c++")
     with open(path, "w") as f:
-        f.write(f"#!/bin/sh\necho '{kind} {major}'\n")
+        f.write(f"#!/bin/sh\necho '{kind} {major}'\n" + ("echo aarch64\n" if arm else ""))
     os.chmod(path, 0o755)
     return path
 
 
-def make(scratch, *args):
+def make(scratch, *args, path_first=None):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("MAKE", "TUT_EMU_CXX", "CXX", "EMU_CXX")) and k != "MFLAGS"}
+    if path_first:
+        env["PATH"] = path_first + os.pathsep + env.get("PATH", "")
     p = subprocess.run(["make", "--no-print-directory", "-n", f"BUILD={scratch}/build",
                         "--eval", "print-emu-cxx: ; @echo EMU_CXX=$(EMU_CXX)", *args],
                        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
@@ -54,6 +61,20 @@ def main(scratch):
     newer = fake(scratch, "clang", 16)
     rc, out = make(scratch, f"CXX={newer}", "print-emu-cxx")
     check(rc == 0 and f"EMU_CXX={newer}" in out, "CXX on the command line becomes EMU_CXX")
+    # 64-bit Arm: clang 14 to 16 miscompile a dlopen'ed library's thread-local variables there
+    rc, out = make(scratch, f"CXX={fake(scratch, 'clang', 16, arm=True)}", "emu-lib")
+    check(rc != 0 and "clang 17 or newer on 64-bit Arm" in out and "emu/core" not in out,
+          "clang 16 for 64-bit Arm, named by the user: refused, saying why")
+    rc, out = make(scratch, f"CXX={fake(scratch, 'clang', 17, arm=True)}", "emu-lib")
+    check(rc == 0 and "needs" not in out, "clang 17 for 64-bit Arm: accepted")
+    old_default = os.path.dirname(fake(scratch, "clang", 14, arm=True, name="clang++"))
+    gxx = fake(scratch, "gcc", 12, arm=True)
+    rc, out = make(scratch, f"CXX={gxx}", "print-emu-cxx", path_first=old_default)
+    check(rc == 0 and f"EMU_CXX={gxx}" in out, "CXX named: the user's choice is kept")
+    rc, out = make(scratch, "print-emu-cxx", path_first=old_default)
+    check(rc == 0 and "miscompiles a shared library's thread-local variables" in out
+          and "EMU_CXX=g++" in out,
+          "the default clang++ is clang 14 for 64-bit Arm: g++ builds the emulator, with a note")
     rc, out = make(scratch, "BACKEND=gpu", f"CXX={fake(scratch, 'clang', 13)}", "help")
     check(rc == 0, "make help works with any compiler")
     print("\ncompiler-check: " + ("passed" if not failures else f"{len(failures)} FAILED"))
