@@ -119,8 +119,13 @@ if [ -z "$mode" ]; then
     if [ "$(uname -m)" != aarch64 ] && [ -n "$sfx" ]; then mode=cross; else mode=native; fi
 fi
 targets="emu-tests $solibs $build/cpu/common/tut_check.o"
+same=""
 if [ "$mode" = cross ]; then
     x="--target=aarch64-linux-gnu --sysroot=$root -fuse-ld=lld$sfx"
+    # make inside the chroot (the tests, check-solutions) takes the cross compiler's identity as
+    # its own, asking nothing: it only runs what was built (the chroot's clang is older, and
+    # another compiler would rebuild everything)
+    same="EMU_CXX='clang++$sfx $x' TUT_EMU_CXX_ASKED='clang++$sfx $x' TUT_EMU_CXX_ID='clang ${sfx#-} aarch64' TUT_EMU_CXX_DIR=/usr/lib/llvm${sfx}/bin"
     cxx="$(clang++$sfx --version | head -1 | sed 's/^Debian //; s/ (.*//; s/ version//') (cross)"
     # the rewriter runs where make runs: on the build machine first, then inside the chroot
     mkdir -p "$here/$build/emu"
@@ -160,15 +165,15 @@ fi
 # put in $build/wheels, e.g. by pip download on the host, is installed from there)
 pipenv=""
 [ -d "$here/$build/wheels" ] && pipenv="PIP_NO_INDEX=1 PIP_FIND_LINKS='$here/$build/wheels'"
-in_root "$pipenv make BUILD=$build PYTHON=/usr/bin/python3 python" >"$logs/python.log" 2>&1 \
+in_root "$pipenv $same make BUILD=$build PYTHON=/usr/bin/python3 python" >"$logs/python.log" 2>&1 \
     || { tail -20 "$logs/python.log" >&2; die "no Python with NumPy in the chroot (see $logs/python.log)"; }
 py=/usr/bin/python3
 [ -x "$here/$build/venv/bin/python" ] && py="$here/$build/venv/bin/python"
 if [ "${EMU_TESTS:-1}" != 0 ]; then
     log "the emulator's tests"
-    in_root "cmake -S tests -B $build/tests/arm64 -DMODE=maintainer -DBACKEND=cpu \
+    in_root "$same cmake -S tests -B $build/tests/arm64 -DMODE=maintainer -DBACKEND=cpu \
                -DPYTHON=$py -DBUILD_DIR='$here/$build' -DEMU_TIMEOUT_SCALE=5 >/dev/null &&
-             ctest --test-dir $build/tests/arm64 -L '^emu\$' -E '^emu/nvcc/' --parallel 2 \
+             $same ctest --test-dir $build/tests/arm64 -L '^emu\$' -E '^emu/nvcc/' --parallel 2 \
                --output-on-failure" >"$logs/emu-tests.log" 2>&1
     emu_rc=$?
     summary="$(grep -E '^[0-9]+% tests passed' "$logs/emu-tests.log" | tail -1)"
@@ -177,7 +182,7 @@ if [ "${EMU_TESTS:-1}" != 0 ]; then
     if [ $emu_rc != 0 ] && [ -n "$summary" ]; then
         # A busy machine (qemu on shared cores) makes timing-sensitive tests fail beside
         # others: what failed runs again alone, once, and the row says how many needed it.
-        in_root "ctest --test-dir $build/tests/arm64 --rerun-failed --output-on-failure" \
+        in_root "$same ctest --test-dir $build/tests/arm64 --rerun-failed --output-on-failure" \
             >"$logs/emu-tests-again.log" 2>&1
         emu_rc=$?
         failed_log="$logs/emu-tests-again.log"
@@ -200,7 +205,7 @@ fi
 
 for ch in $chapters; do
     log "chapter $ch: make check-solutions CH=$ch"
-    if in_root "make check-solutions BUILD=$build BACKEND=cpu CH=$ch PYTHON=$py" \
+    if in_root "$same make check-solutions BUILD=$build BACKEND=cpu CH=$ch PYTHON=$py" \
         >"$logs/check-solutions-$ch.log" 2>&1; then
         row="$row | $ch pass"
     else
