@@ -254,9 +254,12 @@ ctest_run = export $(TEST_ENV) && cmake -S tests -B $(BUILD)/tests/$(1) -DMODE=$
 # forked process per chapter and per test (common/tut/warm.py), each test with its own time
 # limit; the same JSON rows, and JUnit in build/tests/<mode>/junit.xml. TESTS=01.2,01.3: only
 # those tests. Every check of an exercise runs on every `make check`: none is kept for a slower
-# mode (01.2's INT_MAX launch was made cheap instead).
+# mode (01.2's INT_MAX launch was made cheap instead). FULL=1 adds the few other checks that a
+# quick check on a GPU leaves out, each with a skip row saying why (chapter 08's, which import
+# PyTorch, CuPy and Numba); make test and grading always run them.
 TESTS     ?=
-check_run = export $(TEST_ENV) && TUT_BACKEND=$(B) TUT_BUILD=$(abspath $(BUILD)) $(PY) tools/check.py --mode $(1) \
+FULL      ?=
+check_run = export $(TEST_ENV) && TUT_BACKEND=$(B) TUT_BUILD=$(abspath $(BUILD)) TUT_FULL=$(if $(FULL),1,0) $(PY) tools/check.py --mode $(1) \
 	--jobs $(NPROC) $(if $(CH_LABEL),--chapters $(notdir $(CH_DIR))) $(if $(TESTS),--only $(TESTS)) $(if $(V),--all)
 
 # `make check` builds each chapter on its own, in parallel. One that does not compile leaves
@@ -368,7 +371,7 @@ clean: ## remove build/
 help: ## this list
 	@echo "make [target] [BACKEND=gpu|cpu|auto] [CH=NN] [ARGS=...]   (BACKEND now resolves to $(B))"
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([^:]*):.*## (.*)/  \1\t\2/' | expand -t 20
-	@echo "variables: BACKEND ARCH NVCC NVCCFLAGS PYTHON CH ID ARGS BUILD TESTS CTEST_ARGS MUTANTS_ARGS FORCE REPS RECORD V (V=1: show every command and every row); classroom (docs/instructor.md): HIDDEN SUBMISSIONS JOBS TIMEOUT SEED HANDOUT CHECK SANDBOX ISOLATE MEMORY ONLY ROSTER DEADLINE PENALTY PLATFORM COUNT GROUP SBATCH_ARGS"
+	@echo "variables: BACKEND ARCH NVCC NVCCFLAGS PYTHON CH ID ARGS BUILD TESTS FULL CTEST_ARGS MUTANTS_ARGS FORCE REPS RECORD V (V=1: show every command and every row); classroom (docs/instructor.md): HIDDEN SUBMISSIONS JOBS TIMEOUT SEED HANDOUT CHECK SANDBOX ISOLATE MEMORY ONLY ROSTER DEADLINE PENALTY PLATFORM COUNT GROUP SBATCH_ARGS"
 
 # --- lessons: figures, pictures, compute-sanitizer ------------------------------------------------
 figures: python ## fail if a lesson quotes a GPU figure that no recorded run (docs/figures/) has

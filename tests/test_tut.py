@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import os
 import unittest
 from pathlib import Path
 
@@ -181,6 +182,36 @@ class Harness(unittest.TestCase):
         self.assertEqual(r["status"], "FAIL")
         self.assertIn("in the kernel", r["message"])
         self.assertNotIn("in cudaFree", r["message"])
+
+    def test_a_check_too_slow_for_the_loop_is_a_skip_that_says_so_only_when_quick(self):
+        ran = []
+        ch = tut.Chapter(8, "08_x")
+        ch.check("lib", "a library", full="it imports a library")(lambda ctx: ran.append(1))
+        gpu = type("Lib", (), {"backend": "gpu", "mem_used": lambda self: 0,
+                               "synchronize": lambda self: 0, "diagnostic": lambda self: ""})()
+        cpu = type("Lib", (), {"backend": "cpu", "mem_used": lambda self: 0,
+                               "synchronize": lambda self: 0, "diagnostic": lambda self: ""})()
+        saved = os.environ.get("TUT_FULL")
+        try:
+            os.environ["TUT_FULL"] = "0"    # make check
+            r = ch.run_test(ch.tests[0], gpu, seed=1)
+            self.assertEqual((r["status"], ran), ("SKIP", []))
+            self.assertIn("it imports a library", r["message"])
+            self.assertIn("make check FULL=1", r["message"])
+            self.assertEqual(ch.run_test(ch.tests[0], cpu, seed=1)["status"], "PASS")
+            for full in ("1", None):        # make check FULL=1; make test, grading, by hand
+                ran.clear()
+                if full is None:
+                    del os.environ["TUT_FULL"]
+                else:
+                    os.environ["TUT_FULL"] = full
+                self.assertEqual((ch.run_test(ch.tests[0], gpu, seed=1)["status"], ran),
+                                 ("PASS", [1]))
+        finally:
+            if saved is None:
+                os.environ.pop("TUT_FULL", None)
+            else:
+                os.environ["TUT_FULL"] = saved
 
     def test_a_chapters_own_error_is_a_failure(self):
         def test(ctx):

@@ -900,7 +900,8 @@ def prerequisites(ctx, ids, what):
         raise tut.Skip(f"{what} needs {', '.join(sorted(ids))} to pass first ({failed})")
 
 
-@CH.check("cupy", "CuPy: both protocols both ways, the same pointer; a transposed CuPy array")
+@CH.check("cupy", "CuPy: both protocols both ways, the same pointer; a transposed CuPy array",
+          full="it imports CuPy")
 def test_cupy(ctx):
     need_gpu(ctx.lib, "the CuPy check")
     cp = need("cupy", "CuPy")
@@ -941,7 +942,8 @@ def _same_values(ctx, imp, want, what):
                      name=what)
 
 
-@CH.check("torch", "PyTorch: from_dlpack and as_tensor of ours, ours of its tensors, the same pointer")
+@CH.check("torch", "PyTorch: from_dlpack and as_tensor of ours, ours of its tensors, the same pointer",
+          full="it imports PyTorch")
 def test_torch(ctx):
     need_gpu(ctx.lib, "the PyTorch check")
     torch = need("torch", "PyTorch")
@@ -980,7 +982,8 @@ def test_torch(ctx):
     torch.cuda.empty_cache()
 
 
-@CH.check("numba", "Numba: as_cuda_array of ours, ours of its device arrays, the same pointer")
+@CH.check("numba", "Numba: as_cuda_array of ours, ours of its device arrays, the same pointer",
+          full="it imports Numba")
 def test_numba(ctx):
     need_gpu(ctx.lib, "the Numba check")
     numba_cuda = need("numba.cuda", "Numba (numba-cuda)")
@@ -1012,7 +1015,8 @@ def _strided_memory_view():
     return StridedMemoryView
 
 
-@CH.check("cuda-core", "cuda.core: StridedMemoryView of ours through DLPack and CAI, the same pointer")
+@CH.check("cuda-core", "cuda.core: StridedMemoryView of ours through DLPack and CAI, the same pointer",
+          full="it imports cuda.core")
 def test_cuda_core(ctx):
     need_gpu(ctx.lib, "the cuda.core check")
     need("cuda.core", "cuda.core")
@@ -1057,7 +1061,8 @@ def cupy_allocator(lib, cp):
     return malloc
 
 
-@CH.check("cupy-pools", "CuPy's MemoryPool and PinnedMemoryPool, and bpool behind CuPy (set_allocator)")
+@CH.check("cupy-pools", "CuPy's MemoryPool and PinnedMemoryPool, and bpool behind CuPy (set_allocator)",
+          full="it imports CuPy")
 def test_cupy_pools(ctx):
     need_gpu(ctx.lib, "the CuPy pool check")
     cp = need("cupy", "CuPy")
@@ -1102,7 +1107,8 @@ def test_cupy_pools(ctx):
         cp.cuda.set_pinned_memory_allocator(cp.get_default_pinned_memory_pool().malloc)
 
 
-@CH.check("torch-pools", "PyTorch's caching allocator: 20 MiB segments, allocated against reserved, empty_cache")
+@CH.check("torch-pools", "PyTorch's caching allocator: 20 MiB segments, allocated against reserved, empty_cache",
+          full="it imports PyTorch")
 def test_torch_pools(ctx):
     need_gpu(ctx.lib, "the PyTorch pool check")
     torch = need("torch", "PyTorch")
@@ -1147,7 +1153,8 @@ def _poisoned(lib, n):
     return a
 
 
-@CH.check("library-streams", "our stream in CuPy, PyTorch and Numba (external streams), record_stream, PyTorch's CAI version 2")
+@CH.check("library-streams", "our stream in CuPy, PyTorch and Numba (external streams), record_stream, PyTorch's CAI version 2",
+          full="it starts a Python process that imports CuPy, PyTorch and Numba")
 def test_library_streams(ctx):
     need_gpu(ctx.lib, "the stream check")
     # the libraries read our arrays through the CAI export, whose strides are 08.1's
@@ -1407,7 +1414,8 @@ def child_numba_bpool(lib):
             "ok": bool((back == host).all())}
 
 
-@CH.check("allocators", "bpool behind PyTorch (CUDAPluggableAllocator, before it initialises) and Numba (EMM)")
+@CH.check("allocators", "bpool behind PyTorch (CUDAPluggableAllocator, before it initialises) and Numba (EMM)",
+          full="it starts Python processes that import PyTorch and Numba")
 def test_allocators(ctx):
     need_gpu(ctx.lib, "the allocator check")
     prerequisites(ctx, {"08.5"}, "the allocator check")
@@ -1520,7 +1528,8 @@ def child_rmm_fragment(lib):
     return out
 
 
-@CH.check("rmm", "RMM: one pool behind CuPy, Numba and PyTorch, its statistics, fragmentation")
+@CH.check("rmm", "RMM: one pool behind CuPy, Numba and PyTorch, its statistics, fragmentation",
+          full="it imports RMM, CuPy, Numba and PyTorch")
 def test_rmm(ctx):
     need_gpu(ctx.lib, "the RMM check")
     need("rmm", "RMM (the rmm-cu13 package)")
@@ -1764,6 +1773,9 @@ def warm_up(lib):
             pass
         s.synchronize()
         s2.synchronize()
+    if tut.quick_check():   # the checks that use the libraries are left out (full=...)
+        lib.synchronize()
+        return
     host = np.ones(64, np.float32)
     if not only or "cupy" in only:
         try:

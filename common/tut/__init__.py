@@ -52,4 +52,4 @@ from .compare import (assert_close, assert_equal, expect_cuda_error,  # noqa: E4
 from .emulator import LOG_ADVICE, LOG_SYNC, child_result, run_child, stream_log  # noqa: E402
 from .bench import (FLUSH_BYTES, REFUSE_ABOVE, Bench, measure_calls,  # noqa: E402
                     median_ms, performance_points, plot_gbps, points_fraction)
-from .runner import Chapter, Context, note, perf_skip, under_sanitizer  # noqa: E402
+from .runner import Chapter, Context, note, perf_skip, quick_check, under_sanitizer  # noqa: E402

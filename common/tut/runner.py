@@ -45,6 +45,12 @@ def perf_skip(which_backend):
     return ""
 
 
+def quick_check():
+    """Whether this run is `make check`'s quick one (TUT_FULL=0, which the Makefile sets unless
+    FULL=1). make test, grading, and a driver run by hand run everything."""
+    return os.environ.get("TUT_FULL") == "0"
+
+
 def _first_failure(e):
     """The failure that started it all. After a fault inside a kernel every later CUDA call
     fails too, so the `with` blocks that free buffers on the way out raise again; Python keeps
@@ -162,8 +168,25 @@ class Chapter:
         (passing tests otherwise share one: common/tut/warm.py)."""
         return self._register(f"{self.number}.{num}", title, True, own_context=own_context)
 
-    def check(self, key, title, own_context=False):
-        return self._register(f"{self.number}.{key}", title, False, own_context=own_context)
+    def check(self, key, title, own_context=False, full=None):
+        """full: on a GPU, what makes this check too slow for the student's loop (a phrase:
+        "imports PyTorch"). A quick `make check` (quick_check()) then gives it a skip row that
+        says so and names `make check FULL=1`; make test, grading and a driver run by hand run
+        it. Never for an exercise: every exercise is checked on every run."""
+        if full is None:
+            return self._register(f"{self.number}.{key}", title, False, own_context=own_context)
+
+        def wrap(fn):
+            def gated(ctx):
+                if ctx.backend == "gpu" and quick_check():
+                    raise Skip(f"not in a quick make check on a GPU ({full}): make check FULL=1 "
+                               f"runs it, and make test and grading always do")
+                return fn(ctx)
+            gated.__name__ = getattr(fn, "__name__", "check")
+            self._register(f"{self.number}.{key}", title, False, own_context=own_context,
+                           full=full)(gated)
+            return fn
+        return wrap
 
     def _register(self, test_id, title, is_exercise, **extra):
         def wrap(fn):
