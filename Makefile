@@ -256,7 +256,7 @@ ctest_run = export $(TEST_ENV) && cmake -S tests -B $(BUILD)/tests/$(1) -DMODE=$
 # those tests. Every check of an exercise runs on every `make check`: none is kept for a slower
 # mode (01.2's INT_MAX launch was made cheap instead). FULL=1 adds the few other checks that a
 # quick check on a GPU leaves out, each with a skip row saying why (chapter 08's, which import
-# PyTorch, CuPy and Numba); make test and grading always run them.
+# PyTorch, CuPy and Numba, and 09's NCCL ones); make test and grading always run them.
 TESTS     ?=
 FULL      ?=
 check_run = export $(TEST_ENV) && TUT_BACKEND=$(B) TUT_BUILD=$(abspath $(BUILD)) TUT_FULL=$(if $(FULL),1,0) $(PY) tools/check.py --mode $(1) \
