@@ -62,9 +62,15 @@ endif
 # Python with NumPy: $(PYTHON) if it has NumPy as new as requirements.txt asks, else a virtual
 # environment made under build/. TUT_PY_NUMPY: yes, no (none), or the older version it has.
 NUMPY_MIN := $(shell sed -n 's/^numpy>=\([0-9.]*\).*/\1/p' requirements.txt)
+# Once make has made that environment for the default python3, it is used without asking again:
+# importing NumPy to ask took 0.1 to 0.15 s of every `make check` (more behind a pyenv shim).
 ifneq ($(TUT_PY_CHECKED),$(PYTHON))
   export TUT_PY_CHECKED := $(PYTHON)
-  export TUT_PY_NUMPY := $(shell $(PYTHON) -c 'import numpy as n; v = n.__version__; old = [int(x) for x in v.split(".")[:2]] < [int(x) for x in "$(NUMPY_MIN)".split(".")[:2]]; print(v if old else "yes")' 2>/dev/null || echo no)
+  ifneq ($(and $(filter file,$(origin PYTHON)),$(wildcard $(BUILD)/venv/.ready)),)
+    export TUT_PY_NUMPY := venv
+  else
+    export TUT_PY_NUMPY := $(shell $(PYTHON) -c 'import numpy as n; v = n.__version__; old = [int(x) for x in v.split(".")[:2]] < [int(x) for x in "$(NUMPY_MIN)".split(".")[:2]]; print(v if old else "yes")' 2>/dev/null || echo no)
+  endif
 endif
 PY_HAS_NUMPY := $(filter yes,$(TUT_PY_NUMPY))
 PY_WHY_VENV   = $(if $(filter no,$(TUT_PY_NUMPY)),has no NumPy,has NumPy $(TUT_PY_NUMPY)$(comma) older than the $(NUMPY_MIN) the course needs)
@@ -329,7 +335,7 @@ exercises-check: python ## fail if chapters/ is not what solutions/ generates
 # (it also compiles common/tut_check.cu), and a chapters/ file identical to its solutions/ twin
 # (with no header beside either that could make them differ) only as that twin.
 NVCC_VIA_LIB := $(wildcard solutions/00_device_query/*.cu)
-NVCC_TWINS   := $(foreach f,$(wildcard chapters/*/*.cu),$(if $(wildcard $(dir $(f))*.h $(dir $(f))*.cuh \
+NVCC_TWINS    = $(foreach f,$(wildcard chapters/*/*.cu),$(if $(wildcard $(dir $(f))*.h $(dir $(f))*.cuh \
 	$(dir $(f:chapters/%=solutions/%))*.h $(dir $(f:chapters/%=solutions/%))*.cuh),,$(shell cmp -s $(f) $(f:chapters/%=solutions/%) && echo $(f))))
 # --cuda runs every CUDA-specific stage of -c: the host front end (cudafe++: host code, launches,
 # host/device calls, host-only #ifndef __CUDA_ARCH__ code), the device compile (cicc) and ptxas
@@ -337,13 +343,16 @@ NVCC_TWINS   := $(foreach f,$(wildcard chapters/*/*.cu),$(if $(wildcard $(dir $(
 # pass over what cudafe++ generates (code that cudafe++ has already checked), a third of the
 # work. The full pipeline, host compile and link included, still runs on the two files above
 # (solutions/00 and common/tut_check.cu). The output is not kept: a stamp marks a file done.
-NVCC_OBJS := $(patsubst %.cu,$(BUILD)/nvcc-compile/%.ok,$(filter-out $(NVCC_VIA_LIB) $(NVCC_TWINS),$(CU_ALL)) \
+# (recursive, and expanded only when the goals are nvcc-compile or test, below: the cmp of every
+# twin cost each `make check` about 30 processes; make expands every rule's prerequisites as it
+# reads them, secondary expansion included)
+NVCC_OBJS  = $(patsubst %.cu,$(BUILD)/nvcc-compile/%.ok,$(filter-out $(NVCC_VIA_LIB) $(NVCC_TWINS),$(CU_ALL)) \
 	$(wildcard emu/tests/*.cu emu/tests/*/*.cu emu/bench/*.cu docs/experiments/*.cu))
 # the experiments share docs/experiments/experiment.h; chapter 04's include the lesson's kernels
 $(patsubst %.cu,$(BUILD)/nvcc-compile/%.ok,$(wildcard docs/experiments/*.cu)): docs/experiments/experiment.h
 $(BUILD)/nvcc-compile/docs/experiments/04_matmul_async.ok \
 $(BUILD)/nvcc-compile/docs/experiments/04_matmul_v5.ok: solutions/04_shared_memory/shared_memory.cu
-nvcc-compile: $(if $(HAVE_NVCC),$(NVCC_OBJS) $(if $(NVCC_VIA_LIB),$(BUILD)/gpu/solutions/lib00_device_query.so),nvcc-missing-note) ## compile every .cu with nvcc (-arch=sm_90)
+nvcc-compile: $(if $(HAVE_NVCC),$(if $(filter nvcc-compile test,$(MAKECMDGOALS)),$(NVCC_OBJS)) $(if $(NVCC_VIA_LIB),$(BUILD)/gpu/solutions/lib00_device_query.so),nvcc-missing-note) ## compile every .cu with nvcc (-arch=sm_90)
 $(BUILD)/nvcc-compile/%.ok: %.cu $(COMMON_H)
 	@mkdir -p $(@D)
 	$(NVCC) -std=c++17 -arch=sm_90 -Icommon --cuda -o /dev/null $<
