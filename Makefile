@@ -73,7 +73,7 @@ ifneq ($(TUT_PY_CHECKED),$(PYTHON))
   endif
 endif
 PY_HAS_NUMPY := $(filter yes,$(TUT_PY_NUMPY))
-PY_WHY_VENV   = $(if $(filter no,$(TUT_PY_NUMPY)),has no NumPy,has NumPy $(TUT_PY_NUMPY)$(comma) older than the $(NUMPY_MIN) the course needs)
+PY_WHY_VENV   = $(if $(filter venv,$(TUT_PY_NUMPY)),requirements.txt changed since $(BUILD)/venv was made,$(PYTHON) $(if $(filter no,$(TUT_PY_NUMPY)),has no NumPy,has NumPy $(TUT_PY_NUMPY)$(comma) older than the $(NUMPY_MIN) the course needs))
 ifeq ($(PY_HAS_NUMPY),yes)
   PY       := $(PYTHON)
   PY_READY :=
@@ -199,7 +199,7 @@ $(foreach t,chapters solutions,$(eval $(call cpu_lib,$(t))))
 # costs as much again as NumPy); else the venv gets its own pip (ensurepip, python3-venv).
 PIP_FLAGS := --quiet --disable-pip-version-check
 $(BUILD)/venv/.ready: requirements.txt
-	@echo "Setting up Python (once): $(PYTHON) $(PY_WHY_VENV), so making $(BUILD)/venv and installing requirements.txt into it with pip (about 30 s)..."
+	@echo "Setting up Python (once): $(PY_WHY_VENV), so making $(BUILD)/venv and installing requirements.txt into it with pip (about 30 s)..."
 	@if $(PYTHON) -m pip --python "$$(command -v $(PYTHON))" --version >/dev/null 2>&1; then \
 	  echo "$(PYTHON) -m venv --clear --without-pip $(BUILD)/venv && $(PYTHON) -m pip --python $(BUILD)/venv/bin/python install $(PIP_FLAGS) -r requirements.txt"; \
 	  $(PYTHON) -m venv --clear --without-pip $(BUILD)/venv && \
