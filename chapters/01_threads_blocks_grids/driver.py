@@ -269,14 +269,11 @@ def _global_sectors(lib, kernel, run):
     """The CPU emulator's memory-access profile (counted, not timed) of run(): per source line
     of kernel's global accesses, (where, "read"/"write", requests, 32-byte sectors). None on
     the GPU backend or where the profile is unavailable (an emulator built without clang)."""
-    cd = lib.cdll
-    if lib.backend != "cpu" or getattr(cd, "cuemuProfileEnable", None) is None:
-        return None
-    cd.cuemuProfileRow.argtypes = [I, ctypes.c_char_p, I, ctypes.c_char_p, I,
-                                   ctypes.POINTER(ctypes.c_longlong)]
-    was = cd.cuemuProfileEnable(1)
-    cd.cuemuProfileReset()
-    try:
+    with tut.access_profile(lib) as cd:
+        if cd is None:
+            return None
+        cd.cuemuProfileRow.argtypes = [I, ctypes.c_char_p, I, ctypes.c_char_p, I,
+                                       ctypes.POINTER(ctypes.c_longlong)]
         run()
         if cd.cuemuProfileAvailable() != 1:
             tut.note(f"{kernel}'s coalescing is not checked: the emulator's memory-access "
@@ -290,9 +287,6 @@ def _global_sectors(lib, kernel, run):
                     name.value.decode().startswith(kernel):
                 rows.append((where.value.decode(), "write" if out[0] else "read", out[2], out[3]))
         return rows
-    finally:
-        cd.cuemuProfileReset()
-        cd.cuemuProfileEnable(was)
 
 
 @CH.exercise(4, "matrix_scale_shift_kernel: a 2D grid on a matrix whose width != height")

@@ -187,13 +187,6 @@ def budget_for(ctx):
 
 
 
-def ref_scale_shift(x, a, b):
-    out = x.astype(np.float64)   # in place after this copy: one float64 array, not three
-    out *= np.float64(a)
-    out += np.float64(b)
-    return out
-
-
 def random_ab(rng):
     return np.float32(rng.uniform(0.5, 2.0)), np.float32(rng.uniform(-3.0, 3.0))
 
@@ -205,7 +198,7 @@ def test_roundtrip(ctx):
     for n in sizes:
         x = tut.random_f32(ctx.rng, n)
         a, b = random_ab(ctx.rng)
-        tut.assert_close(roundtrip(ctx.lib, x, a, b), ref_scale_shift(x, a, b),
+        tut.assert_close(roundtrip(ctx.lib, x, a, b), tut.ref_scale_shift(x, a, b),
                          rtol=1e-6, atol=1e-6, name=f"roundtrip n={n}")
     # The error path: room for d_x but not for d_y. Everything allocated must come back.
     with tut.device_ballast(ctx.lib, budget_for(ctx)) as free:
@@ -224,7 +217,7 @@ def test_apply_twice(ctx):
     for n in (1, 257, 999_983):
         x = tut.random_f32(ctx.rng, n)
         a, b = random_ab(ctx.rng)
-        want = np.float64(a) * ref_scale_shift(x, a, b) + np.float64(b)
+        want = np.float64(a) * tut.ref_scale_shift(x, a, b) + np.float64(b)
         tut.assert_close(apply_twice(ctx.lib, x, a, b), want, rtol=1e-5, atol=1e-5,
                          name=f"apply_twice n={n}")
     # Force each error path in turn: buffers of 60% of what is free (the second cudaMalloc
@@ -264,7 +257,7 @@ def test_chunked(ctx):
     x = tut.random_f32(ctx.rng, n)
     for chunk in (1000, 4099, 1 << 18, n, 2 * n):
         a, b = random_ab(ctx.rng)
-        tut.assert_close(process_chunked(ctx.lib, x, a, b, chunk), ref_scale_shift(x, a, b),
+        tut.assert_close(process_chunked(ctx.lib, x, a, b, chunk), tut.ref_scale_shift(x, a, b),
                          rtol=1e-6, atol=1e-6, name=f"chunked n={n} chunk={chunk}")
     with tut.device_ballast(ctx.lib, budget_for(ctx)) as free:
         big = tut.random_f32(ctx.rng, int(free * 2.5) // 4)   # 2.5x what the device has free
@@ -274,7 +267,7 @@ def test_chunked(ctx):
                               f"process_whole of {big.nbytes} bytes with {free} free")
         chunk = free // 4 // 4 - 13   # a quarter of what is free, not a divisor of n
         got = process_chunked(ctx.lib, big, a, b, chunk)
-    tut.assert_close(got, ref_scale_shift(big, a, b), rtol=1e-6, atol=1e-6,
+    tut.assert_close(got, tut.ref_scale_shift(big, a, b), rtol=1e-6, atol=1e-6,
                      name=f"chunked n={big.size} chunk={chunk}")
 
 
@@ -374,7 +367,7 @@ def test_ownership(ctx):
     x = tut.random_f32(ctx.rng, 100_003)
     arr = DeviceArray.from_array(lib, x)
     arr.scale_shift(2.0, -1.0)
-    tut.assert_close(arr.download(), ref_scale_shift(x, 2.0, -1.0), rtol=1e-6, atol=1e-6,
+    tut.assert_close(arr.download(), tut.ref_scale_shift(x, 2.0, -1.0), rtol=1e-6, atol=1e-6,
                      name="scale_shift through the handle")
     arr.memset(1)   # bytes, not floats: every float becomes 0x01010101
     tut.assert_equal(arr.download().view(np.uint32), np.full(x.size, 0x01010101, np.uint32),

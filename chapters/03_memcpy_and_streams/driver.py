@@ -367,13 +367,6 @@ def pinned_balanced(fn):
 
 
 
-def ref_scale_shift(x, a, b):
-    out = x.astype(np.float64)   # in place after this copy: one float64 array, not three
-    out *= np.float64(a)
-    out += np.float64(b)
-    return out
-
-
 def random_ab(rng):
     return np.float32(rng.uniform(0.5, 2.0)), np.float32(rng.uniform(-3.0, 3.0))
 
@@ -433,7 +426,7 @@ def test_stream(ctx):
             h_y.array.view(np.uint8)[:] = tut.POISON_BYTE
             a, b = random_ab(ctx.rng)
             got = stream_scale_shift(ctx.lib, h_x.array, h_y.array, a, b)
-            tut.assert_close(got, ref_scale_shift(x, a, b), rtol=1e-6, atol=1e-6,
+            tut.assert_close(got, tut.ref_scale_shift(x, a, b), rtol=1e-6, atol=1e-6,
                              name=f"stream_scale_shift n={n}")
     if ctx.backend == "cpu":
         check_one_stream(ctx.lib, ctx.rng)
@@ -457,15 +450,15 @@ def test_pipeline(ctx):
         x = tut.random_f32(ctx.rng, n)
         a, b = random_ab(ctx.rng)
         with Pipeline(lib, chunk, nstreams, chunk * nstreams * 4) as pipe:
-            tut.assert_close(pipe.run(x, a, b), ref_scale_shift(x, a, b), rtol=1e-6, atol=1e-6,
+            tut.assert_close(pipe.run(x, a, b), tut.ref_scale_shift(x, a, b), rtol=1e-6, atol=1e-6,
                              name=f"pageable n={n} chunk={chunk} streams={nstreams}")
             with PinnedArray(lib, n) as h_x, PinnedArray(lib, n) as h_y:
                 h_x.array[:] = x
                 h_y.array.view(np.uint8)[:] = tut.POISON_BYTE
                 pipe.run(h_x.array, b, a, out=h_y.array)   # a and b swapped: a fresh result
-                tut.assert_close(h_y.array, ref_scale_shift(x, b, a), rtol=1e-6, atol=1e-6,
+                tut.assert_close(h_y.array, tut.ref_scale_shift(x, b, a), rtol=1e-6, atol=1e-6,
                                  name=f"pinned n={n} chunk={chunk} streams={nstreams}")
-            want = ref_scale_shift(x, a, b)
+            want = tut.ref_scale_shift(x, a, b)
             pipe.run(x, a, b, out=x)   # in place: a chunk is copied in before it is copied out
             tut.assert_close(x, want, rtol=1e-6, atol=1e-6, name=f"in place n={n}")
     if ctx.backend == "cpu":
@@ -481,7 +474,7 @@ def test_pipeline(ctx):
         a, b = random_ab(ctx.rng)
         with Pipeline(lib, chunk, nstreams, int(free * 0.75)) as pipe:
             got = pipe.run(x, a, b)
-    tut.assert_close(got, ref_scale_shift(x, a, b), rtol=1e-6, atol=1e-6,
+    tut.assert_close(got, tut.ref_scale_shift(x, a, b), rtol=1e-6, atol=1e-6,
                      name=f"n={n} through {nstreams} x {chunk} floats")
 
 
@@ -649,7 +642,7 @@ def test_stream_async(ctx):
         s.scale_shift(d_buf, n, a, b)
         s.to_host(h, d_buf, 4 * n)
         s.synchronize()   # only now may the host read h
-        tut.assert_close(h.array, ref_scale_shift(x, a, b), rtol=1e-6, atol=1e-6,
+        tut.assert_close(h.array, tut.ref_scale_shift(x, a, b), rtol=1e-6, atol=1e-6,
                          name="stream round trip")
         d_buf.check_guards()
 
@@ -800,7 +793,7 @@ def _bench(lib, b, gpu, api):
                 except tut.ExerciseNotDone as e:
                     print(f"  pipeline: {e} (solve 03.3, or run on TUT_TREE=solutions)")
                     return
-                tut.assert_close(h_y.array, ref_scale_shift(x, 2.0, 1.0), rtol=1e-6,
+                tut.assert_close(h_y.array, tut.ref_scale_shift(x, 2.0, 1.0), rtol=1e-6,
                                  atol=1e-6, name=f"pipeline with {nstreams} streams")
                 ms[nstreams] = tut.median_ms(lambda r, t: api.bench_pipeline(
                     pipe.handle, tut.ptr(h_x.array), tut.ptr(h_y.array), n, 2.0, 1.0, r, t), 10)

@@ -236,13 +236,6 @@ def in_passes(lib, m, budget_bytes, a, b):
 
 
 # ---- references ---------------------------------------------------------------------------------
-def ref_scale_shift(x, a, b):
-    out = x.astype(np.float64)   # in place after this copy: one float64 array, not three
-    out *= a
-    out += b
-    return out
-
-
 def random_ab(rng):
     return float(rng.uniform(0.5, 2.0)), float(rng.uniform(-3.0, 3.0))
 
@@ -299,7 +292,7 @@ def test_managed_scale_shift(ctx):
             address = m.address
             managed_scale_shift(lib, m, a, b)
             # Read at once, as a NumPy user would: the function must have waited for the GPU.
-            tut.assert_close(m.array, ref_scale_shift(x, a, b), rtol=1e-6, atol=1e-6,
+            tut.assert_close(m.array, tut.ref_scale_shift(x, a, b), rtol=1e-6, atol=1e-6,
                              name=f"managed_scale_shift n={n}")
             assert m.address == address and m.array.ctypes.data == address
             check_on_host(lib, m, f"managed_scale_shift n={n}")
@@ -457,7 +450,7 @@ def test_in_passes(ctx):
             if counter:
                 counter(reset=True)
             passes = in_passes(lib, m, budget, a, b)
-            tut.assert_close(m.array, ref_scale_shift(x, a, b), rtol=1e-6, atol=1e-6,
+            tut.assert_close(m.array, tut.ref_scale_shift(x, a, b), rtol=1e-6, atol=1e-6,
                              name=f"managed_in_passes n={n} budget={budget}")
             want = -(-n // chunk)
             if passes != want:
@@ -487,7 +480,7 @@ def test_view(ctx):
     m.array[:] = x
     api.launch_scale_shift(m.address, x.size, 2.0, 1.0)   # queued, not waited for
     lib.synchronize()                                      # only now may the host read
-    tut.assert_close(m.array, ref_scale_shift(x, 2.0, 1.0), name="kernel on a ManagedArray")
+    tut.assert_close(m.array, tut.ref_scale_shift(x, 2.0, 1.0), name="kernel on a ManagedArray")
     row = m.array[1]
     tut.expect_raises(ValueError, m.free, "free() while a NumPy view is alive")
     del row

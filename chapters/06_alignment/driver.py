@@ -448,18 +448,13 @@ def test_cudamalloc(ctx):
 def _arm_clang_emulator(lib):
     """The emulator on 64-bit Arm, built by clang: its load/store hooks ran (the memory-access
     profile says so after an aligned launch)."""
-    cd = lib.cdll
-    if lib.backend != "cpu" or platform.machine() not in ("aarch64", "arm64") or \
-            getattr(cd, "cuemuProfileEnable", None) is None:
+    if platform.machine() not in ("aarch64", "arm64"):
         return False
-    was = cd.cuemuProfileEnable(1)
-    cd.cuemuProfileReset()
-    try:
+    with tut.access_profile(lib) as cd:
+        if cd is None:
+            return False
         float4_load(lib, 0)
         return cd.cuemuProfileAvailable() == 1
-    finally:
-        cd.cuemuProfileEnable(was)
-        cd.cuemuProfileReset()
 
 
 @CH.check("misaligned", "a misaligned float4 load is cudaErrorMisalignedAddress (in a child)")

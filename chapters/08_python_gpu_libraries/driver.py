@@ -1773,7 +1773,7 @@ def warm_up(lib):
             pass
         s.synchronize()
         s2.synchronize()
-    if tut.quick_check():   # the checks that use the libraries are left out (full=...)
+    if tut.quick_check(lib.backend):   # the checks that use the libraries are left out
         lib.synchronize()
         return
     host = np.ones(64, np.float32)

@@ -443,13 +443,6 @@ def parts(n, k):
     return [(r * n // k, (r + 1) * n // k - r * n // k) for r in range(k)]
 
 
-def ref_scale_shift(x, a, b):
-    out = x.astype(np.float64)   # in place after this copy: one float64 array, not three
-    out *= np.float64(a)
-    out += np.float64(b)
-    return out
-
-
 def random_ab(rng):
     return np.float32(rng.uniform(0.5, 2.0)), np.float32(rng.uniform(-3.0, 3.0))
 
@@ -678,7 +671,7 @@ def test_team_scale_shift(ctx):
             for n in sizes:
                 x = tut.random_f32(ctx.rng, n)
                 a, b = random_ab(ctx.rng)
-                tut.assert_close(team.scale_shift(x, a, b), ref_scale_shift(x, a, b),
+                tut.assert_close(team.scale_shift(x, a, b), tut.ref_scale_shift(x, a, b),
                                  rtol=1e-6, atol=1e-6, name=f"devices {devs}, n={n}")
             if ctx.backend == "cpu":
                 n = 1001
@@ -712,7 +705,7 @@ def test_team_scale_shift_managed(ctx):
                     x = tut.random_f32(ctx.rng, n)
                     m.array[:] = x
                     team.scale_shift_managed(m, a, b)
-                    tut.assert_close(m.array, ref_scale_shift(x, a, b), rtol=1e-6, atol=1e-6,
+                    tut.assert_close(m.array, tut.ref_scale_shift(x, a, b), rtol=1e-6, atol=1e-6,
                                      name=f"devices {devs}, n={n}")
             if ctx.backend != "cpu":
                 check_managed_where(lib, team)
@@ -1495,7 +1488,7 @@ def warm_up(lib):
             c_api(lib).managed_touch(m.address, m.array.size, d)
             float(m.array.sum())
     # (a quick make check on a GPU leaves the NCCL checks out: nothing to warm up for them)
-    if nccl_version(lib) and not (lib.backend == "gpu" and tut.quick_check()):
+    if nccl_version(lib) and not tut.quick_check(lib.backend):
         for group in ([0], devs):
             try:
                 with Team(lib, group) as team, RankBuffers(lib, group, 1024) as bufs:

@@ -48,8 +48,10 @@ from .args import check_array, check_count, ptr  # noqa: E402
 from .owners import Handle, Owner  # noqa: E402
 from .memory import DeviceBuffer, ManagedArray, check_managed, device_ballast  # noqa: E402
 from .compare import (assert_close, assert_equal, expect_cuda_error,  # noqa: E402
-                      expect_raises, launch_config_errors, poisoned, random_f32)
-from .emulator import LOG_ADVICE, LOG_SYNC, child_result, run_child, stream_log  # noqa: E402
+                      expect_raises, launch_config_errors, poisoned, random_f32,
+                      ref_scale_shift)
+from .emulator import (LOG_ADVICE, LOG_SYNC, access_profile, child_result, run_child,  # noqa: E402
+                       stream_log)
 from .bench import (FLUSH_BYTES, REFUSE_ABOVE, Bench, measure_calls,  # noqa: E402
                     median_ms, performance_points, plot_gbps, points_fraction)
 from .runner import Chapter, Context, note, perf_skip, quick_check, under_sanitizer  # noqa: E402

@@ -15,6 +15,15 @@ def _poison_value(dtype):
     return np.frombuffer(bytes([POISON_BYTE]) * np.dtype(dtype).itemsize, dtype=dtype)[0]
 
 
+def ref_scale_shift(x, a, b):
+    """a * x + b in float64: the reference of the scale-and-shift kernel that chapters 02, 03,
+    05 and 09 build on. In place after the one copy: one float64 array, not three."""
+    out = np.asarray(x).astype(np.float64)
+    out *= np.float64(a)
+    out += np.float64(b)
+    return out
+
+
 def assert_close(got, want, rtol=1e-5, atol=1e-6, name="result", show=5):
     """got (any float dtype) against a float64 reference: |got - want| <= atol + rtol * |want|."""
     got_arr = np.asarray(got)

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 """What only the CPU emulator can tell: the operations each stream was given."""
+import contextlib
 import ctypes
 import json
 import os
@@ -35,6 +36,25 @@ def stream_log(lib, call, detail=False):
     if detail:
         return [(ids[i], kinds[i], details[i]) for i in range(count)]
     return [(ids[i], kinds[i]) for i in range(count) if kinds[i] < LOG_ADVICE]
+
+
+@contextlib.contextmanager
+def access_profile(lib):
+    """CPU backend: the emulator's memory-access profile (counted, not timed), empty when the
+    block starts and as it was again after it. Yields the library's handle, whose
+    cuemuProfileAvailable() says after a launch whether the load/store hooks ran (1: the clang
+    build; 0: g++), and cuemuProfileRows/cuemuProfileRow the counts; None on the GPU backend."""
+    cd = lib.cdll
+    if lib.backend != "cpu" or getattr(cd, "cuemuProfileEnable", None) is None:
+        yield None
+        return
+    was = cd.cuemuProfileEnable(1)
+    cd.cuemuProfileReset()
+    try:
+        yield cd
+    finally:
+        cd.cuemuProfileReset()
+        cd.cuemuProfileEnable(was)
 
 
 def run_child(driver_file, function, *args, timeout=120):
