@@ -58,9 +58,9 @@ endif
 # clang++ is older, the emulator is built by g++ (which marks the flags as clobbered), and says
 # so; a clang that old named by the user is refused.
 EMU_CXX_ARM = $(filter aarch64,$(word 3,$(TUT_EMU_CXX_ID)))
-EMU_CXX_ARM_OLD_CLANG = $(and $(EMU_CXX_ARM),$(filter clang,$(word 1,$(TUT_EMU_CXX_ID))),$(shell test "$(word 2,$(TUT_EMU_CXX_ID))" -ge 17 2>/dev/null || echo old))
+EMU_CXX_ARM_OLD_CLANG = $(and $(EMU_CXX_ARM),$(filter clang,$(word 1,$(TUT_EMU_CXX_ID))),$(shell test "$(word 2,$(TUT_EMU_CXX_ID))" -ge $(EMU_CXX_MIN_clang) 2>/dev/null || echo old))
 ifneq ($(and $(EMU_CXX_ARM_OLD_CLANG),$(if $(filter command line environment,$(origin CXX) $(origin EMU_CXX)),,y)),)
-  $(info note: $(EMU_CXX) is clang $(word 2,$(TUT_EMU_CXX_ID)), which miscompiles a shared library's thread-local variables on 64-bit Arm (fixed in clang 17): the emulator is built by $(CXX) (without the race detector; install clang 17 or newer for it))
+  $(info note: $(EMU_CXX) is clang $(word 2,$(TUT_EMU_CXX_ID)), which miscompiles a shared library's thread-local variables on 64-bit Arm (fixed in clang $(EMU_CXX_MIN_clang)): the emulator is built by $(CXX) (without the race detector; install clang $(EMU_CXX_MIN_clang) or newer for it))
   EMU_CXX := $(CXX)
   export EMU_CXX
   $(call emu_cxx_ask)
@@ -128,7 +128,7 @@ EMU_HEADERS  := $(wildcard emu/include/*.h emu/include/*.hpp emu/include/cuda/*)
 # -fsanitize=alignment: misaligned accesses reach the emulator's handler (emu/core/access.c)
 # -fsanitize=integer-divide-by-zero, where an integer division by zero does not trap (64-bit
 # Arm: SDIV gives 0): its check raises the SIGFPE that x86-64's DIV does (emu/core/fault_arch.c)
-EMU_DIVZERO  := $(if $(filter aarch64,$(word 3,$(TUT_EMU_CXX_ID))),-fsanitize=integer-divide-by-zero)
+EMU_DIVZERO  := $(if $(EMU_CXX_ARM),-fsanitize=integer-divide-by-zero)
 EMU_ALIGN    := $(if $(EMU_SANITIZE),,-fsanitize=alignment $(EMU_DIVZERO) $(if $(filter clang,$(EMU_CXX_KIND)),-fno-sanitize-link-runtime))
 # -isystem emu/include/unsupported: one-line "not supported here" stand-ins for toolkit headers
 # the emulator does not offer (mma.h, curand.h, ...), searched after the program's own -I dirs
