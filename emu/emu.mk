@@ -137,7 +137,12 @@ EMU_ALIGN    := $(if $(EMU_SANITIZE),,-fsanitize=alignment $(EMU_DIVZERO) $(if $
 # such parameters changed ABI in gcc 4.6, which concerns no code built here. -Wunused-value
 # (gcc): on by default in clang, it names a loop that never advances (`i + stride`), and a
 # student's warnings are shown on the rows of make check.
-EMU_CXXFLAGS := -std=c++17 -O2 -fPIC -g -gdwarf-4 -Iemu/include -isystememu/include/unsupported -include cuda_runtime.h $(EMU_TRACE) $(EMU_LTOFLAGS) $(EMU_ALIGN) $(EMU_SANFLAGS) $(if $(filter gcc,$(EMU_CXX_KIND)),-Wno-psabi -Wunused-value)
+# Kernels split at their barriers (emu/include/cuemu_split.h) are C++20 coroutines: clang needs
+# -std=c++20 for them (from clang 17 on, nothing else gives coroutines), g++ takes -fcoroutines
+# in C++17, nvcc's default. EMU_SPLIT=0 leaves every kernel on fibers (as before the split).
+EMU_SPLIT    ?= 1
+EMU_STD      := $(if $(filter clang,$(EMU_CXX_KIND)),-std=c++20,-std=c++17 -fcoroutines) $(if $(filter 0,$(EMU_SPLIT)),-DCUEMU_NO_SPLIT)
+EMU_CXXFLAGS := $(EMU_STD) -O2 -fPIC -g -gdwarf-4 -Iemu/include -isystememu/include/unsupported -include cuda_runtime.h $(EMU_TRACE) $(EMU_LTOFLAGS) $(EMU_ALIGN) $(EMU_SANFLAGS) $(if $(filter gcc,$(EMU_CXX_KIND)),-Wno-psabi -Wunused-value)
 # The runtime built as Ubuntu's gcc builds it by default (_FORTIFY_SOURCE, whose longjmp check
 # once aborted failed kernels there, emu/core/sched.c): every distribution tests the same code.
 EMU_FORTIFY  := $(if $(EMU_SANITIZE),,-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2)

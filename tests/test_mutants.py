@@ -221,3 +221,19 @@ class ThreadOrders(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class NamesLine(unittest.TestCase):
+    """A planted bug is killed only by a message that names its line: the line itself, or a
+    watchdog's range of sampled lines that holds it or starts just below (a loop's body)."""
+
+    def test_the_line_or_a_range_around_it(self):
+        self.assertTrue(mutants.names_line("at k.cu:251: stuck", "k.cu:251"))
+        self.assertTrue(mutants.names_line("loops at k.cu:250-253", "k.cu:251"))
+        self.assertTrue(mutants.names_line("loops at k.cu:252-253", "k.cu:251"))
+
+    def test_another_line_or_file_does_not(self):
+        self.assertFalse(mutants.names_line("at k.cu:270: cudaErrorLaunchTimeout", "k.cu:251"))
+        self.assertFalse(mutants.names_line("loops at k.cu:253-255", "k.cu:251"))
+        self.assertFalse(mutants.names_line("loops at j.cu:250-253", "k.cu:251"))
+        self.assertFalse(mutants.names_line("at k.cu:2511", "k.cu:251"))

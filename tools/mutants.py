@@ -815,14 +815,15 @@ class Workspace:
 
 def names_line(message, where):
     """Whether message names where ("file.cu:LINE"): that line, or a range of lines around it,
-    as the emulator's watchdog names a loop ("file.cu:251-253": the lines its samples fell on,
-    which on a busy machine need not include the loop's first)."""
-    if where in message:
+    as the emulator's watchdog names a loop ("file.cu:251-253": the lines its samples fell on).
+    A loop's header (its test and step) is the line above its body, and the samples of a busy
+    machine may all fall in the body: a range that starts on the line below counts."""
+    if re.search(re.escape(where) + r"(?![0-9])", message):   # not k.cu:2511 for k.cu:251
         return True
     file, _, line = where.rpartition(":")
     if not line.isdigit():
         return False
-    return any(int(lo) <= int(line) <= int(hi)
+    return any(int(lo) - 1 <= int(line) <= int(hi)
                for lo, hi in re.findall(re.escape(file) + r":(\d+)-(\d+)", message))
 
 

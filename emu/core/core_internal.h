@@ -70,6 +70,26 @@ struct cuemu_worker {
     uintptr_t miss[CUEMU_MISSES];
     unsigned miss_next;
     int armed;                       /* a launch runs on this host thread */
+    /* the barrier split (cuemu_split.h; sched.c's co_run): co[linear] is a thread's coroutine
+       frame and barrier while it waits (its phase == co_phase); co_waiting threads wait in
+       this phase, co_count of them with a true predicate, at co_file:co_line (co_sites: 1 when
+       some wait elsewhere, or at the same line of a file spelled apart) */
+    struct cuemu_co_slot *co;
+    unsigned co_phase;
+    int co_waiting, co_count, co_sites;
+    const char *co_file;
+    int co_line;
+    int co_last_count, co_last_n;    /* the last phase's, for __syncthreads_count/and/or */
+    int co_active;                   /* split code runs: no wait may switch stacks */
+    char *co_ptr, *co_end;           /* the frames' arena: free space in its current chunk */
+};
+/* The arena's next chunk (sched.c), when the current one is full. */
+CUEMU_HIDDEN void *cuemu_co_alloc_slow(size_t n);
+struct cuemu_co_slot {
+    void *frame;
+    const char *file;
+    int line;
+    unsigned phase;
 };
 /* cuemu_w as a value that cannot change while the calling function runs (the compiler may read
    it once per function): for code that runs only between the start and the end of a launch on

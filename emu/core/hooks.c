@@ -75,3 +75,38 @@ HOOK_INLINE int cuemu_thread_next(void)
     CUEMU_W->pub.tidx = u->idx;
     return 1;
 }
+
+/* A split kernel's thread reached a barrier (cuemu_split.h): its coroutine frame waits in this
+   phase; the core resumes it when every thread of the block has arrived (sched.c, co_run). */
+HOOK_INLINE void cuemu_co_wait(void *frame, int pred, const char *file, int line)
+{
+    struct cuemu_worker *w = CUEMU_W;
+    struct cuemu_co_slot *s = &w->co[w->pub.cur->linear];
+    s->frame = frame;
+    s->file = file;
+    s->line = line;
+    s->phase = w->co_phase;
+    if (w->co_waiting++ == 0) {
+        w->co_file = file;
+        w->co_line = line;
+    } else if (line != w->co_line || file != w->co_file) {
+        w->co_sites = 1;
+    }
+    w->co_count += pred != 0;
+}
+
+/* Memory for a split thread's coroutine frame and its copy of the kernel's parameters: the
+   block's arena, freed all at once when the next block starts (sched.c). */
+HOOK_INLINE void *cuemu_co_alloc(size_t n)
+{
+    struct cuemu_worker *w = CUEMU_W;
+    n = (n + 15) & ~(size_t)15;
+    if ((size_t)(w->co_end - w->co_ptr) >= n && w->co_ptr) {
+        void *p = w->co_ptr;
+        w->co_ptr += n;
+        return p;
+    }
+    return cuemu_co_alloc_slow(n);
+}
+
+HOOK_INLINE void cuemu_co_active(int on) { CUEMU_W->co_active = on; }

@@ -79,7 +79,7 @@ const char *__tsan_default_options(void) { return "report_signal_unsafe=0"; }
 
 /* CUDA's numbers; the core does not include cuda_runtime.h (it is C and the runtime's). */
 enum {
-    E_INVALID_VALUE = 1, E_ILLEGAL_ADDRESS = 700, E_LAUNCH_TIMEOUT = 702, E_ASSERT = 710,
+    E_INVALID_VALUE = 1, E_ILLEGAL_ADDRESS = 700, E_LAUNCH_OUT_OF_RESOURCES = 701, E_LAUNCH_TIMEOUT = 702, E_ASSERT = 710,
     E_ILLEGAL_INSTRUCTION = 715, E_LAUNCH_FAILURE = 719, E_NOT_SUPPORTED = 801,
     E_INVALID_CLUSTER_SIZE = 912,
     /* not CUDA's: a block stopped because another block of its cluster failed (reported by
@@ -220,6 +220,11 @@ typedef struct sched_w {
        cuemu_w in this host thread (see cuemu_cluster_map) */
     int crank;
     char *anchor;
+    /* the barrier split: the arena of this block's coroutine frames (chunks kept between
+       blocks; co_chunk: the one in use, whose free space is w.co_ptr to w.co_end) */
+    struct co_chunk { char *p; size_t cap; } *co_chunks;
+    int co_nchunks, co_chunk;
+    int co_cap;                      /* slots in w.co */
 } sched_w;
 /* Another host thread's record (the blocks of a cluster): its fields, which the macros below
    would read from this thread's. */
@@ -493,6 +498,14 @@ static int pool_reserve(int n)
         g_th[i].own_stack = m + g_page;
     }
     g_th_cap = n;
+    if (n > SW->co_cap) {
+        struct cuemu_co_slot *co =
+            (struct cuemu_co_slot *)realloc(SW->w.co, sizeof *co * (size_t)n);
+        if (!co) return -1;
+        memset(co + SW->co_cap, 0, sizeof *co * (size_t)(n - SW->co_cap));
+        SW->w.co = co;
+        SW->co_cap = n;
+    }
     return 0;
 }
 
@@ -664,12 +677,147 @@ static inline __attribute__((always_inline)) void yield_quick(cthread *t)
 
 static void cluster_arrive(const char *file, int line);
 
+/* ---- the barrier split (cuemu_split.h) ---------------------------------------------------
+   A split kernel's threads run their first stretch (up to their first barrier) as in any
+   kernel, one after another on one stack (the lazy phase), and each leaves its coroutine's
+   frame in its slot (cuemu_co_wait, hooks.c). co_run then runs the block's phases: when every
+   thread waits at the same barrier, the barrier ends (the race detector's epoch, as at a
+   fiber barrier) and each thread, in the block's order, is resumed up to its next barrier or
+   its end. A block where some waited and some exited, or where they wait at different
+   barriers, is the deadlock a fiber run reports, and is described the same way. */
+#define CO_CHUNK (1u << 20)
+
+/* The arena's chunks stay from block to block; a block starts again at the first. */
+void *cuemu_co_alloc_slow(size_t n)
+{
+    sched_w *w = SW;
+    while (w->co_chunk + 1 < w->co_nchunks) {
+        struct co_chunk *c = &w->co_chunks[++w->co_chunk];
+        if (c->cap >= n) {
+            w->w.co_ptr = c->p + n;
+            w->w.co_end = c->p + c->cap;
+            return c->p;
+        }
+    }
+    struct co_chunk *cs = (struct co_chunk *)realloc(w->co_chunks, sizeof *cs
+                                                     * (size_t)(w->co_nchunks + 1));
+    size_t cap = n > CO_CHUNK ? n : CO_CHUNK;
+    char *p = cs ? (char *)aligned_alloc(64, (cap + 63) & ~(size_t)63) : NULL;
+    if (cs) w->co_chunks = cs;
+    if (!p)
+        cuemu_launch_abort(E_LAUNCH_OUT_OF_RESOURCES, 1, "cuemu: out of host memory for the "
+                           "threads of a block (their state between barriers)");
+    cs[w->co_nchunks].p = p;
+    cs[w->co_nchunks].cap = cap;
+    w->co_chunk = w->co_nchunks++;
+    w->w.co_ptr = p + n;
+    w->w.co_end = p + cap;
+    return p;
+}
+
+int cuemu_co_result(int op)
+{
+    struct cuemu_worker *w = &SW->w;
+    if (op == 0) return w->co_last_count;
+    if (op == 1) return w->co_last_count == w->co_last_n;
+    return w->co_last_count > 0;
+}
+
+/* A wait the rewriter did not see, in split code: nothing can switch stacks there, and running
+   on would be wrong, so the launch stops, saying why and what to do. */
+static __attribute__((noreturn)) void co_refuse(const char *what, const char *file, int line)
+{
+    char msg[1024], at[512] = "";
+    if (file) snprintf(at, sizeof at, " at %s:%d", file, line);
+    snprintf(msg, sizeof msg, "kernel %s (launched at %s:%d) waits (%s%s) in a function "
+             "called from its body, where the emulator's barrier split did not see it when it "
+             "compiled the kernel (the function is in another file, or reached through a "
+             "pointer); launch aborted. Without the split the kernel runs: build with "
+             "`make EMU_SPLIT=0` (or compile with -DCUEMU_NO_SPLIT)", g_desc->kernel,
+             g_desc->file, g_desc->line, what, at);
+    SW->w.co_active = 0;
+    cuemu_launch_abort(E_NOT_SUPPORTED, 1, msg);
+}
+
+static void co_block_start(void)
+{
+    sched_w *w = SW;
+    w->w.co_phase++;
+    w->w.co_waiting = w->w.co_count = w->w.co_sites = 0;
+    w->w.co_active = 0;
+    w->co_chunk = 0;
+    w->w.co_ptr = w->co_nchunks ? w->co_chunks[0].p : NULL;
+    w->w.co_end = w->co_nchunks ? w->co_chunks[0].p + w->co_chunks[0].cap : NULL;
+}
+
+/* 1 when the waiting threads wait at more than one barrier (co_sites said they might). */
+static int co_sites_differ(void)
+{
+    struct cuemu_worker *w = &SW->w;
+    for (int i = 0; i < g_n; i++) {
+        const struct cuemu_co_slot *c = &w->co[i];
+        if (c->phase == w->co_phase && (c->line != w->co_line || strcmp(c->file, w->co_file)))
+            return 1;
+    }
+    return 0;
+}
+
+/* The block cannot go on: its threads' states as a fiber run would have left them, for
+   report_deadlock. */
+static int co_stuck(void)
+{
+    struct cuemu_worker *w = &SW->w;
+    for (int i = 0; i < g_n; i++) {
+        cthread *t = &g_th[i];
+        const struct cuemu_co_slot *c = &w->co[i];
+        t->gen = g_gen;
+        if (c->phase == w->co_phase) {
+            t->state = T_BAR;
+            t->bphase = g_bar_phase;
+            t->file = c->file;
+            t->line = c->line;
+        } else {
+            t->state = T_DONE;
+        }
+    }
+    g_at_bar = g_live = w->co_waiting;
+    return 1;
+}
+
+/* The rest of a split kernel's block, phase by phase; 0 when every thread finished, 1 when
+   it is stuck (see co_stuck). */
+static int co_run(void)
+{
+    struct cuemu_worker *w = &SW->w;
+    while (w->co_waiting) {
+        if (w->co_waiting != g_n || (w->co_sites && co_sites_differ())) return co_stuck();
+        w->co_last_count = w->co_count;
+        w->co_last_n = w->co_waiting;
+        w->co_waiting = w->co_count = w->co_sites = 0;
+        w->co_phase++;
+        cuemu_access_barrier();
+        w->co_active = 1;
+        for (int p = 0; p < g_n; p++) {
+            cuemu_thread_pub *u = cuemu_order_pub[p];
+            void *f = w->co[u->linear].frame;
+            w->pub.cur = u;
+            w->pub.tidx = u->idx;
+            /* a coroutine frame starts with its resume function (the ABI clang and g++ share:
+               what coroutine_handle::resume calls) */
+            (*(void (**)(void *))f)(f);
+        }
+        w->co_active = 0;
+    }
+    return 0;
+}
+
 /* cluster: 1 for cluster.sync(), whose block barrier, once complete, waits for the cluster's
    other blocks before it opens */
 static void barrier_arrive(const char *file, int line, int pred, int cluster)
 {
     cthread *t = (cthread *)cuemu_cur;
     if (!t) return;                   /* called from host code: nothing to wait for */
+    if (SW->w.co_active) co_refuse(cluster ? "cluster.sync()" : "__syncthreads", file, line);
     if (g_lazy) lazy_settle();
 #ifdef CUEMU_TSAN
     __tsan_release(&g_tsan_barrier);
@@ -792,6 +940,7 @@ uint64_t cuemu_warp_op(int kind, unsigned mask, uint64_t value, int arg, int wid
 {
     cthread *t = (cthread *)cuemu_cur;
     if (!t) return value;
+    if (SW->w.co_active) co_refuse(warp_op_name(kind), file, line);
     lazy_settle();
     cwarp *w = &g_warps[t->pub.warp];
     unsigned lb = 1u << t->pub.lane;
@@ -831,6 +980,7 @@ void cuemu_yield(void)
 {
     cthread *t = (cthread *)cuemu_cur;
     if (!t) return;
+    if (SW->w.co_active) co_refuse("__nanosleep", NULL, 0);
     lazy_settle();
     g_any_blocked = 1;
     yield_from(t);
@@ -840,6 +990,7 @@ unsigned cuemu_activemask(void)
 {
     cthread *t = (cthread *)cuemu_cur;
     if (!t) return 1;
+    if (SW->w.co_active) co_refuse("__activemask", NULL, 0);
     lazy_settle();
     cwarp *w = &g_warps[t->pub.warp];
     return w->exists & ~w->exited;
@@ -1614,7 +1765,9 @@ static int run_block(void)
     g_lazy = !CUEMU_TSAN_ON;
     cuemu_seq = 0;
     cuemu_seq_last = g_lazy ? g_n - 1 : -1;
+    co_block_start();
     switch_to(NULL, &g_th[g_order[0]]);
+    if (SW->w.co_waiting) return co_run();
     return g_live > 0;
 }
 

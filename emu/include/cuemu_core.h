@@ -182,6 +182,18 @@ void cuemu_syncthreads(const char *file, int line);
 /* op: 0 count, 1 and, 2 or */
 int  cuemu_syncthreads_op(int op, int pred, const char *file, int line);
 
+/* The barrier split (cuemu_split.h): a kernel whose body calls __syncthreads directly runs as a
+   coroutine per thread, and the core runs the code between two barriers as a loop over the
+   block's threads, with no stack switch. cuemu_co_alloc: memory for this block's threads'
+   coroutine frames (freed all at once when the next block starts). cuemu_co_wait: the running
+   thread's coroutine (frame) waits at a barrier (op: 0 count, 1 and, 2 or, 3 plain).
+   cuemu_co_result: after it, what __syncthreads_count/and/or return. cuemu_co_active: 1 while
+   split code runs, when nothing may switch stacks (a wait the split did not see is refused). */
+CUEMU_HIDDEN void *cuemu_co_alloc(size_t n);
+CUEMU_HIDDEN void cuemu_co_wait(void *frame, int pred, const char *file, int line);
+int   cuemu_co_result(int op);
+CUEMU_HIDDEN void cuemu_co_active(int on);
+
 enum cuemu_warp_kind {
     CUEMU_W_SYNC = 0, CUEMU_W_SHFL, CUEMU_W_UP, CUEMU_W_DOWN, CUEMU_W_XOR,
     CUEMU_W_BALLOT, CUEMU_W_ANY, CUEMU_W_ALL

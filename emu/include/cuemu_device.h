@@ -157,6 +157,7 @@ constexpr int warpSize = 32;
 #define __syncthreads_count(p) ::cuemu_syncthreads_op(0, (p) ? 1 : 0, __FILE__, __LINE__)
 #define __syncthreads_and(p) ::cuemu_syncthreads_op(1, (p) ? 1 : 0, __FILE__, __LINE__)
 #define __syncthreads_or(p) ::cuemu_syncthreads_op(2, (p) ? 1 : 0, __FILE__, __LINE__)
+#include "cuemu_split.h"
 
 namespace cuemu {
 struct site {

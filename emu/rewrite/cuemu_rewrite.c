@@ -23,6 +23,15 @@
  * (The header alone cannot do that: a section attribute would gather the variables, but gcc
  * ignores it on statics of template functions and rejects mixing inline and non-inline ones.)
  *
+ * And a kernel that waits only with __syncthreads (and _count, _and, _or) called in its own
+ * body is split at its barriers (emu/include/cuemu_split.h says how the core runs it):
+ *
+ *   { ... return; ... __syncthreads(); ... }
+ *     ->  { CUEMU_CO_BEGIN ... CUEMU_CO_RETURN; ... CUEMU_CO_SYNCTHREADS(); ... CUEMU_CO_END }
+ *
+ * unless its body waits in any other way: a function of this file (or a macro) that waits,
+ * a warp operation, cooperative groups, a lambda, inline asm (see split_plan).
+ *
  * The output starts with `#line 1 "IN.cu"` and keeps every newline of the input where it was,
  * so a compiler error in the .cpp points at the student's line in the .cu file.
  */
@@ -328,6 +337,304 @@ static void cluster_registration(size_t start, size_t name, size_t name_end, siz
     pending_pos = end;
 }
 
+/* ---- the barrier split ---------------------------------------------------------------------
+   Edits of the source (text replacing src[pos, pos + len)) made as the copy passes them. */
+typedef struct { size_t pos, len; const char *text; } edit;
+static edit  *edits;
+static size_t nedits, next_edit;
+
+static void add_edit(size_t pos, size_t len, const char *text)
+{
+    edit *e = (edit *)realloc(edits, (nedits + 1) * sizeof *e);
+    if (!e) die("out of memory");
+    edits = e;
+    edits[nedits].pos = pos;
+    edits[nedits].len = len;
+    edits[nedits].text = text;
+    nedits++;
+}
+
+static const char *const sync_words[] = {
+    "__syncthreads", "__syncthreads_count", "__syncthreads_and", "__syncthreads_or" };
+static const char *const sync_macros[] = {
+    "CUEMU_CO_SYNCTHREADS", "CUEMU_CO_SYNCTHREADS_COUNT", "CUEMU_CO_SYNCTHREADS_AND",
+    "CUEMU_CO_SYNCTHREADS_OR" };
+
+static int word_is(size_t a, size_t len, const char *w)
+{
+    return strlen(w) == len && !strncmp(src + a, w, len);
+}
+
+/* The barrier called at [a, a + len) (an index of sync_words), or -1. */
+static int sync_word(size_t a, size_t len)
+{
+    for (int k = 0; k < 4; k++)
+        if (word_is(a, len, sync_words[k])) {
+            size_t p = skip_ws_fwd(a + len);
+            return p < n && src[p] == '(' ? k : -1;
+        }
+    return -1;
+}
+
+/* An identifier that waits (or may) in a way the split cannot run: warp operations, cooperative
+   groups, libcu++'s barriers and pipelines, __nanosleep, inline asm (bar.sync). Names a
+   variable may have too (sync, wait) only make a kernel keep its fibers. */
+static int other_wait(size_t a, size_t len)
+{
+    static const char *const prefixes[] = {
+        "__shfl", "__ballot", "__any", "__all", "__match", "__reduce_", "__syncwarp",
+        "__activemask", "__nanosleep", "__pipeline", "__barrier", "__cluster" };
+    static const char *const words[] = {
+        "cooperative_groups", "cg", "this_thread_block", "this_grid", "this_cluster",
+        "tiled_partition", "coalesced_threads", "barrier", "pipeline", "memcpy_async",
+        "arrive", "arrive_and_wait", "arrive_and_drop", "wait", "sync", "cuda", "asm", "__asm",
+        "__asm__", "cuemu_syncthreads", "cuemu_syncthreads_op", "cuemu_yield",
+        "cuemu_warp_op", "cuemu_activemask", "cuemu_cluster_sync" };
+    for (size_t k = 0; k < sizeof prefixes / sizeof *prefixes; k++) {
+        size_t l = strlen(prefixes[k]);
+        if (len >= l && !strncmp(src + a, prefixes[k], l)) return 1;
+    }
+    for (size_t k = 0; k < sizeof words / sizeof *words; k++)
+        if (word_is(a, len, words[k])) return 1;
+    return 0;
+}
+
+/* The next identifier at or after *i in [*i, b) (code only); 0 when there is none. */
+static int next_word(size_t *i, size_t b, size_t *w, size_t *len)
+{
+    for (size_t k = *i; k < b; k++) {
+        if (!code[k] || !is_id(src[k]) || (k > 0 && is_id(src[k - 1]) && code[k - 1])) continue;
+        size_t e = k;
+        while (e < b && is_id(src[e]) && code[e]) e++;
+        *i = e;
+        if (isdigit((unsigned char)src[k])) { k = e - 1; continue; }
+        *w = k;
+        *len = e - k;
+        return 1;
+    }
+    *i = b;
+    return 0;
+}
+
+/* A lambda introducer in [a, b): a `[` that no expression precedes (not a subscript, not an
+   attribute's `[[`). */
+static int has_lambda(size_t a, size_t b)
+{
+    for (size_t k = a; k < b; k++) {
+        if (!code[k] || src[k] != '[') continue;
+        if ((k + 1 < n && src[k + 1] == '[') || (k > 0 && src[k - 1] == '[')) continue;
+        size_t p = skip_ws_back(k);
+        if (p == 0) return 1;
+        char c = src[p - 1];
+        if (!(is_id(c) || c == ')' || c == ']' || c == '"' || c == '\'')) return 1;
+    }
+    return 0;
+}
+
+/* Functions (and function-like macros) of this file that wait: their names. A call of one from
+   a kernel's body keeps the kernel on fibers. Found as `name ( ... ) ... {` definitions whose
+   body waits, directly or through another such name, and #define lines that wait. */
+typedef struct { size_t name, len, bo, bc; int waits; } fdef;
+static fdef  *fdefs;
+static size_t nfdefs;
+static int    fdefs_done;
+
+static int is_keyword(size_t a, size_t len)
+{
+    static const char *const kw[] = { "if", "for", "while", "switch", "catch", "return",
+                                      "sizeof", "alignof", "decltype", "defined", "__attribute__",
+                                      "__launch_bounds__", "__cluster_dims__", "static_assert" };
+    for (size_t k = 0; k < sizeof kw / sizeof *kw; k++)
+        if (word_is(a, len, kw[k])) return 1;
+    return 0;
+}
+
+static int mentions_waiting(size_t a, size_t b, size_t self, size_t selflen)
+{
+    size_t i = a, w, len;
+    while (next_word(&i, b, &w, &len)) {
+        if (sync_word(w, len) >= 0 || other_wait(w, len)) return 1;
+        if (len == selflen && !strncmp(src + w, src + self, len)) continue;
+        for (size_t d = 0; d < nfdefs; d++)
+            if (fdefs[d].waits && fdefs[d].len == len && !strncmp(src + fdefs[d].name, src + w, len))
+                return 1;
+    }
+    return 0;
+}
+
+static void find_waiting_functions(void)
+{
+    if (fdefs_done) return;
+    fdefs_done = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!code[i]) continue;
+        if (src[i] == '#' && in_directive(i)) {
+            /* #define NAME ...: the whole directive, continuations included */
+            size_t e = i;
+            while (e < n && !(src[e] == '\n' && !(e > 0 && src[e - 1] == '\\'))) e++;
+            size_t d = skip_ws_fwd(i + 1);
+            if (d + 6 <= e && !strncmp(src + d, "define", 6)) {
+                size_t nm = d + 6;
+                while (nm < e && (src[nm] == ' ' || src[nm] == '\t')) nm++;
+                size_t ne = nm;
+                while (ne < e && is_id(src[ne])) ne++;
+                if (ne > nm) {
+                    fdef *f = (fdef *)realloc(fdefs, (nfdefs + 1) * sizeof *f);
+                    if (!f) die("out of memory");
+                    fdefs = f;
+                    fdefs[nfdefs++] = (fdef){ nm, ne - nm, ne, e, 0 };
+                }
+            }
+            i = e;
+            continue;
+        }
+        if (src[i] != '(') continue;
+        size_t ne = skip_ws_back(i), nm = ne;
+        while (nm > 0 && is_id(src[nm - 1]) && code[nm - 1]) nm--;
+        if (nm == ne || isdigit((unsigned char)src[nm]) || is_keyword(nm, ne - nm)) continue;
+        size_t close = match_close(i), k = close + 1;
+        /* const, noexcept, override, a trailing return type: no `(`, `;`, `=` or `,` */
+        while (k < n && k < close + 200) {
+            if (!code[k] || isspace((unsigned char)src[k]) || is_id(src[k])
+                || strchr("&*:<>-", src[k])) { k++; continue; }
+            break;
+        }
+        if (k >= n || src[k] != '{') continue;
+        fdef *f = (fdef *)realloc(fdefs, (nfdefs + 1) * sizeof *f);
+        if (!f) die("out of memory");
+        fdefs = f;
+        fdefs[nfdefs++] = (fdef){ nm, ne - nm, k, match_close(k), 0 };
+    }
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (size_t d = 0; d < nfdefs; d++)
+            if (!fdefs[d].waits
+                && mentions_waiting(fdefs[d].bo, fdefs[d].bc, fdefs[d].name, fdefs[d].len)) {
+                fdefs[d].waits = 1;
+                changed = 1;
+            }
+    }
+}
+
+/* Cooperative groups' block barrier, the one CUDA's samples use: a `cg::thread_block h` (or
+   `auto h = cg::this_thread_block()`) whose `h.sync()` or `cg::sync(h)` is a __syncthreads.
+   Its other members (thread_rank, size, ...) do not wait. */
+#define MAX_HANDLES 8
+typedef struct { size_t at[MAX_HANDLES], len[MAX_HANDLES]; int n; } handles;
+
+static int handle_of(const handles *h, size_t w, size_t len)
+{
+    for (int k = 0; k < h->n; k++)
+        if (h->len[k] == len && !strncmp(src + h->at[k], src + w, len)) return 1;
+    return 0;
+}
+
+static int handle_add(handles *h, size_t w, size_t len)
+{
+    if (handle_of(h, w, len)) return 1;
+    if (h->n == MAX_HANDLES) return 0;
+    h->at[h->n] = w;
+    h->len[h->n++] = len;
+    return 1;
+}
+
+/* The kernel whose name is [name, name_end) and whose body is [bo, bc] (the braces): split at
+   its barriers when it waits only with __syncthreads & co (or a thread_block's sync) in the body
+   itself. The edits are made as the copy passes them. */
+static void split_plan(size_t name, size_t name_end, size_t bo, size_t bc)
+{
+    static const char *const block_members[] = { "thread_rank", "size", "num_threads",
+                                                 "group_index", "thread_index", "group_dim",
+                                                 "dim_threads" };
+    edit *plan = NULL;
+    size_t nplan = 0, i = bo + 1, w, len;
+    handles h = { .n = 0 };
+#define PLAN(p, l, t)                                                                    \
+    do {                                                                                 \
+        edit *e_ = (edit *)realloc(plan, (nplan + 1) * sizeof *e_);                      \
+        if (!e_) die("out of memory");                                                   \
+        plan = e_;                                                                       \
+        plan[nplan++] = (edit){ (p), (l), (t) };                                         \
+    } while (0)
+    find_waiting_functions();
+    if (has_lambda(bo + 1, bc)) return;
+    while (next_word(&i, bc, &w, &len)) {
+        int k = sync_word(w, len);
+        if (k >= 0) {
+            PLAN(w, len, sync_macros[k]);
+            continue;
+        }
+        if (word_is(w, len, "return")) {
+            PLAN(w, len, "CUEMU_CO_RETURN");
+            continue;
+        }
+        if (word_is(w, len, "cg") || word_is(w, len, "cooperative_groups")) {
+            size_t p = skip_ws_fwd(w + len), w2, l2;
+            if (p + 1 >= bc || src[p] != ':' || src[p + 1] != ':') goto keep;
+            i = p + 2;
+            if (!next_word(&i, bc, &w2, &l2) || w2 != skip_ws_fwd(p + 2)) goto keep;
+            if (word_is(w2, l2, "thread_block")) {         /* a declaration: the handle */
+                size_t w3, l3;
+                if (!next_word(&i, bc, &w3, &l3) || !handle_add(&h, w3, l3)) goto keep;
+            } else if (word_is(w2, l2, "this_thread_block")) {   /* auto h = ... */
+                size_t r = skip_ws_back(w), e;
+                if (r == 0 || src[r - 1] != '=') continue;
+                e = skip_ws_back(r - 1);
+                r = e;
+                while (r > bo && is_id(src[r - 1])) r--;
+                if (r < e && !handle_add(&h, r, e - r)) goto keep;
+            } else if (word_is(w2, l2, "sync")) {            /* cg::sync(h) */
+                size_t po = skip_ws_fwd(i), a, b;
+                if (po >= bc || src[po] != '(') goto keep;
+                size_t pc = match_close(po);
+                a = skip_ws_fwd(po + 1);
+                b = skip_ws_back(pc);
+                if (!handle_of(&h, a, b - a)) goto keep;
+                PLAN(w, pc + 1 - w, "CUEMU_CO_SYNCTHREADS()");
+                i = pc + 1;
+            } else {
+                goto keep;
+            }
+            continue;
+        }
+        if (handle_of(&h, w, len)) {
+            size_t p = skip_ws_fwd(w + len), w2, l2;
+            if (p >= bc || src[p] != '.') continue;          /* passed on: see the callee */
+            i = p + 1;
+            if (!next_word(&i, bc, &w2, &l2)) goto keep;
+            if (word_is(w2, l2, "sync")) {                   /* h.sync() */
+                size_t po = skip_ws_fwd(i);
+                if (po >= bc || src[po] != '(' || has_code(po + 1, match_close(po))) goto keep;
+                PLAN(w, match_close(po) + 1 - w, "CUEMU_CO_SYNCTHREADS()");
+                i = match_close(po) + 1;
+                continue;
+            }
+            size_t m = 0;
+            while (m < sizeof block_members / sizeof *block_members
+                   && !word_is(w2, l2, block_members[m]))
+                m++;
+            if (m == sizeof block_members / sizeof *block_members) goto keep;
+            continue;
+        }
+        if (other_wait(w, len)) goto keep;
+        if (len == name_end - name && !strncmp(src + w, src + name, len)) continue;
+        for (size_t d = 0; d < nfdefs; d++)
+            if (fdefs[d].waits && fdefs[d].len == len && !strncmp(src + fdefs[d].name, src + w, len))
+                goto keep;
+    }
+    {
+        int syncs = 0;
+        for (size_t k = 0; k < nplan; k++) syncs += strncmp(plan[k].text, "CUEMU_CO_SYNC", 13) == 0;
+        if (!syncs) goto keep;
+    }
+    add_edit(bo + 1, 0, " CUEMU_CO_BEGIN");
+    for (size_t k = 0; k < nplan; k++) add_edit(plan[k].pos, plan[k].len, plan[k].text);
+    add_edit(bc, 0, "CUEMU_CO_END ");
+keep:
+    free(plan);
+#undef PLAN
+}
+
 /* `__global__` at g: writes src[copied, start of the declaration) and the companion, and
    returns the new `copied`; returns `copied` unchanged (nothing written) for a declaration it
    does not recognise (an explicit specialisation, a qualified name, a friend): its launches
@@ -389,6 +696,11 @@ static size_t kernel_companion(size_t g, size_t copied)
     if (th) {
         emit_flat(out, th, te, 0);
         fputc(' ', out);
+    }
+    {
+        size_t after = skip_ws_fwd(pc + 1);
+        if (after < n && src[after] == '{' && getenv("CUEMU_REWRITE_NO_SPLIT") == NULL)
+            split_plan(name, name_end, after, match_close(after));
     }
     fprintf(out, "auto cuemu_kfn_%.*s(", (int)(name_end - name), src + name);
     emit_flat(out, po + 1, pc, 0);
@@ -698,6 +1010,19 @@ int main(int argc, char **argv)
 
     size_t copied = 0;
     for (size_t i = 0; i + 2 < n; i++) {
+        if (next_edit < nedits && edits[next_edit].pos <= i) {
+            const edit *e = &edits[next_edit++];
+            if (e->pos < copied) die("%s:%d: internal error: a rewrite overlaps the barrier split "
+                                     "(CUEMU_REWRITE_NO_SPLIT=1 works around it)", in_path,
+                                     line_of(e->pos));
+            fwrite(src + copied, 1, e->pos - copied, out);
+            fputs(e->text, out);
+            copied = e->pos + e->len;
+            if (e->len) {
+                i = copied - 1;
+                continue;
+            }
+        }
         if (pending && i >= pending_pos && copied <= pending_pos) {
             fwrite(src + copied, 1, pending_pos - copied, out);
             fputs(pending, out);
@@ -749,6 +1074,14 @@ int main(int argc, char **argv)
                 }
             }
         }
+    }
+    for (; next_edit < nedits; next_edit++) {
+        const edit *e = &edits[next_edit];
+        if (e->pos < copied) die("%s:%d: internal error: a rewrite overlaps the barrier split",
+                                 in_path, line_of(e->pos));
+        fwrite(src + copied, 1, e->pos - copied, out);
+        fputs(e->text, out);
+        copied = e->pos + e->len;
     }
     if (pending && copied <= pending_pos) {
         fwrite(src + copied, 1, pending_pos - copied, out);

@@ -98,6 +98,10 @@ if(EXISTS "${REPO_ROOT}/emu/tests/core/rewrite_lines.py")
            WORKING_DIRECTORY "${REPO_ROOT}")
   set_tests_properties("emu/rewrite/lines" PROPERTIES TIMEOUT ${EMU_T60} LABELS "emu")
 endif()
+add_test(NAME "emu/rewrite/split-plan"
+         COMMAND "${PYTHON}" "${REPO_ROOT}/emu/tests/core/split_plan.py" "${BUILD_DIR}/emu/cuemu-rewrite"
+         WORKING_DIRECTORY "${REPO_ROOT}")
+set_tests_properties("emu/rewrite/split-plan" PROPERTIES TIMEOUT ${EMU_T60} LABELS "emu")
 
 # The clang build's hooks inlined into each object (emu/emu.mk, EMU_LLVM_LINK): every emulated
 # object is machine code and calls no hook; skips where the build inlines none per file.

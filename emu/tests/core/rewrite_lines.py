@@ -6,11 +6,15 @@ For every .cu in the repository: the output has one more line (the #line directi
 input line that is not part of a launch or an extern __shared__ declaration comes out unchanged
 on the same line, but for two additions the rewriter makes in place: a kernel's __cluster_dims__
 registration after the line that ends its definition, and the members gridDim and blockDim
-renamed cuemu_gridDim and cuemu_blockDim (the built-in variables are macros). Then a file with an error after a multi-line launch must be reported by the
+renamed cuemu_gridDim and cuemu_blockDim (the built-in variables are macros), and the barrier
+split's words in a kernel it splits (CUEMU_CO_BEGIN after the body's `{`, CUEMU_CO_END before its
+`}`, CUEMU_CO_RETURN for `return`, CUEMU_CO_SYNCTHREADS* for __syncthreads*, cg::sync(b) and
+b.sync()). Then a file with an error after a multi-line launch must be reported by the
 compiler at the .cu file's own line.
 """
 import glob
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -34,6 +38,12 @@ def in_place(a, b):
         b = a
     for m in ("gridDim", "blockDim"):
         b = b.replace(".cuemu_" + m, "." + m).replace("->cuemu_" + m, "->" + m)
+    b = b.replace("{ CUEMU_CO_BEGIN", "{").replace("CUEMU_CO_END }", "}")
+    b = re.sub(r"\bCUEMU_CO_RETURN\b", "return", b)
+    b = re.sub(r"\bCUEMU_CO_SYNCTHREADS(_COUNT|_AND|_OR)?\b",
+               lambda m: "__syncthreads" + (m.group(1) or "").lower(), b)
+    a = re.sub(r"\b(cg|cooperative_groups)::sync\(\s*\w+\s*\)|\b\w+\.sync\(\s*\)",
+               "__syncthreads()", a)
     return a == b
 
 

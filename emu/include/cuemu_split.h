@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cuemu_split.h: kernels split at their barriers (included by cuemu_device.h).
+ *
+ * A block's threads are fibers: at a __syncthreads each one switches to the next, about 30 ns
+ * of a thread's stack and record brought back from memory per thread and barrier, far more
+ * than the code between two barriers of a tree reduction. When a kernel calls __syncthreads
+ * only in its own body, cuemu-rewrite (emu/rewrite) makes the body a coroutine instead:
+ *
+ *   __global__ void k(P p) {              __global__ void k(P p) { CUEMU_CO_BEGIN
+ *       if (i >= n) return;         ->        if (i >= n) CUEMU_CO_RETURN;
+ *       __syncthreads();                      CUEMU_CO_SYNCTHREADS();
+ *   }                                     CUEMU_CO_END }
+ *
+ * Each thread's call runs its body up to its first barrier, where it suspends and returns; the
+ * core then runs the rest of the block phase by phase, resuming each thread's coroutine in
+ * turn (sched.c, co_run): the code between two barriers becomes a loop over the block's
+ * threads, and a thread's state between barriers is its coroutine frame (its live variables
+ * only), a few cache lines of one arena. Everything else is as with fibers: the same thread
+ * orders, the race detector's barrier epochs, the same deadlock reports.
+ *
+ * A kernel that waits in any other way (a helper that calls __syncthreads, warp operations,
+ * cooperative groups, __nanosleep) is not split; the rewriter leaves it alone, and the core
+ * refuses a wait it did not see (a helper in another file) rather than run it wrongly.
+ * Coroutines need C++20 (or g++'s -fcoroutines): without them, or with CUEMU_NO_SPLIT (make
+ * EMU_SPLIT=0), the macros below give the body back as it was written.
+ */
+#ifndef CUEMU_SPLIT_H
+#define CUEMU_SPLIT_H
+
+#if defined(__cpp_impl_coroutine) && !defined(CUEMU_NO_SPLIT)
+#include <coroutine>
+#include <new>
+#include <type_traits>
+
+namespace cuemu {
+// The coroutine type of a split body. Its frame comes from the block's arena and is never
+// freed one by one; the handle is not kept (the barrier's awaiter hands the frame to the
+// core), so a thread that finished simply never waits again.
+struct co_task {
+    struct promise_type {
+        co_task get_return_object() noexcept { return {}; }
+        std::suspend_never initial_suspend() noexcept { return {}; }
+        std::suspend_always final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { __builtin_trap(); }
+        static void *operator new(size_t n) { return ::cuemu_co_alloc(n); }
+        static void operator delete(void *, size_t) noexcept {}
+    };
+};
+
+// __syncthreads(): the thread's coroutine waits; the core resumes it in the next phase.
+struct co_bar {
+    const char *file;
+    int line;
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> h) const noexcept
+    { ::cuemu_co_wait(h.address(), 0, file, line); }
+    void await_resume() const noexcept {}
+};
+// __syncthreads_count, _and, _or (op 0, 1, 2): the same, and the block's answer.
+struct co_bar_op {
+    int op, pred;
+    const char *file;
+    int line;
+    bool await_ready() const noexcept { return false; }
+    void await_suspend(std::coroutine_handle<> h) const noexcept
+    { ::cuemu_co_wait(h.address(), pred, file, line); }
+    int await_resume() const noexcept { return ::cuemu_co_result(op); }
+};
+
+// The kernel's body as a coroutine lambda, run by the calling thread up to its first barrier.
+// The lambda (the kernel's parameters, copied: each thread may change its own) lives in the
+// arena beside the frame, which refers to it.
+template <class F>
+static inline void co_kernel(F &&f)
+{
+    using L = typename std::decay<F>::type;
+    L *body = new (::cuemu_co_alloc(sizeof(L))) L(static_cast<F &&>(f));
+    ::cuemu_co_active(1);
+    (*body)();
+    ::cuemu_co_active(0);
+}
+}  // namespace cuemu
+
+#define CUEMU_CO_BEGIN ::cuemu::co_kernel([=]() mutable -> ::cuemu::co_task {
+#define CUEMU_CO_END });
+#define CUEMU_CO_RETURN co_return
+#define CUEMU_CO_SYNCTHREADS() (co_await ::cuemu::co_bar{__FILE__, __LINE__})
+#define CUEMU_CO_SYNCTHREADS_COUNT(p) \
+    (co_await ::cuemu::co_bar_op{0, (p) ? 1 : 0, __FILE__, __LINE__})
+#define CUEMU_CO_SYNCTHREADS_AND(p) \
+    (co_await ::cuemu::co_bar_op{1, (p) ? 1 : 0, __FILE__, __LINE__})
+#define CUEMU_CO_SYNCTHREADS_OR(p) \
+    (co_await ::cuemu::co_bar_op{2, (p) ? 1 : 0, __FILE__, __LINE__})
+#else
+#define CUEMU_CO_BEGIN
+#define CUEMU_CO_END
+#define CUEMU_CO_RETURN return
+#define CUEMU_CO_SYNCTHREADS __syncthreads
+#define CUEMU_CO_SYNCTHREADS_COUNT __syncthreads_count
+#define CUEMU_CO_SYNCTHREADS_AND __syncthreads_and
+#define CUEMU_CO_SYNCTHREADS_OR __syncthreads_or
+#endif
+
+#endif

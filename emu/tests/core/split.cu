@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Kernels split at their barriers (emu/include/cuemu_split.h): each thread keeps its own
+ * variables and its own copy of the parameters across barriers, a barrier in a loop, an early
+ * return after the last barrier, cooperative groups' block barrier, the same answers as the
+ * same code on fibers (a helper that waits keeps its kernel there), and, on the emulator, the
+ * reports a fiber run gives: a deadlock at a later barrier, a fault after a barrier, and a wait
+ * the split could not see (through a function pointer), refused with the way out.
+ * Valid CUDA: on a GPU every check but the emulator's reports runs the same.
+ */
+#include <cooperative_groups.h>
+
+#include "emu_test.h"
+
+namespace cg = cooperative_groups;
+
+// a tree reduction whose threads change their own copy of a parameter (as NVIDIA's merge
+// sort does) and keep a local array across barriers
+__global__ void tree_kernel(const int *in, int *out, int n)
+{
+    __shared__ int s[256];
+    int own[4];
+    in += blockIdx.x * blockDim.x;               // each thread's own copy moves
+    for (int k = 0; k < 4; k++) own[k] = (int)threadIdx.x * k;
+    s[threadIdx.x] = (int)(blockIdx.x * blockDim.x + threadIdx.x) < n ? in[threadIdx.x] : 0;
+    __syncthreads();
+    for (unsigned step = blockDim.x / 2; step > 0; step /= 2) {
+        if (threadIdx.x < step) s[threadIdx.x] += s[threadIdx.x + step];
+        __syncthreads();
+    }
+    int mine = own[0] + own[1] + own[2] + own[3];    // 6 * threadIdx.x, kept across barriers
+    if (mine != 6 * (int)threadIdx.x) s[0] = -1000000;
+    if (threadIdx.x != 0) return;                 // after the last barrier: allowed
+    out[blockIdx.x] = s[0];
+}
+
+// the same reduction through a helper that waits: not split, on fibers
+__device__ void tree_step(int *s, unsigned step)
+{
+    if (threadIdx.x < step) s[threadIdx.x] += s[threadIdx.x + step];
+    __syncthreads();
+}
+
+__global__ void tree_fibers_kernel(const int *in, int *out, int n)
+{
+    __shared__ int s[256];
+    int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    s[threadIdx.x] = i < n ? in[i] : 0;
+    __syncthreads();
+    for (unsigned step = blockDim.x / 2; step > 0; step /= 2) tree_step(s, step);
+    if (threadIdx.x == 0) out[blockIdx.x] = s[0];
+}
+
+// cooperative groups' block barrier, counted with __syncthreads_count
+__global__ void cg_count_kernel(int *out)
+{
+    cg::thread_block block = cg::this_thread_block();
+    __shared__ int flags[128];
+    flags[block.thread_rank()] = block.thread_rank() % 3 == 0;
+    block.sync();
+    int left = flags[(block.thread_rank() + 1) % block.size()];
+    cg::sync(block);
+    int count = __syncthreads_count(left);
+    int all = __syncthreads_and(count == 43);
+    out[block.thread_rank()] = count * 10 + all;
+}
+
+// threads 0..31 leave between the first and the second barrier
+[[maybe_unused]] static const int kSecondBarrier = __LINE__ + 7;
+__global__ void late_exit_kernel(int *out)
+{
+    __shared__ int s[64];
+    s[threadIdx.x] = (int)threadIdx.x;
+    __syncthreads();
+    if (threadIdx.x < 32) return;               // BUG: the others wait at the next barrier
+    __syncthreads();
+    out[threadIdx.x] = s[63 - threadIdx.x];
+}
+
+// an out-of-bounds write after a barrier
+[[maybe_unused]] static const int kFaultLine = __LINE__ + 7;
+__global__ void fault_after_barrier_kernel(int *out, int n)
+{
+    __shared__ int s[64];
+    s[threadIdx.x] = (int)threadIdx.x;
+    __syncthreads();
+    int i = s[63 - threadIdx.x];
+    out[i + n * (threadIdx.x == 5)] = 1;          // thread 5 writes past the end
+}
+
+// a wait reached through a pointer, which the rewriter cannot follow
+__device__ void wait_here() { __syncthreads(); }
+__device__ void (*wait_ptr)() = wait_here;
+
+__global__ void hidden_wait_kernel(int *out)
+{
+    __shared__ int s[32];
+    s[threadIdx.x] = 1;
+    __syncthreads();
+    wait_ptr();
+    out[threadIdx.x] = s[31 - threadIdx.x];
+}
+
+int main()
+{
+    const int n = 256 * 37 + 11, blocks = (n + 255) / 256;
+    int *in = nullptr, *a = nullptr, *b = nullptr, *o = nullptr;
+    CUDA_OK(cudaMallocManaged(&in, n * sizeof(int)));
+    CUDA_OK(cudaMallocManaged(&a, blocks * sizeof(int)));
+    CUDA_OK(cudaMallocManaged(&b, blocks * sizeof(int)));
+    CUDA_OK(cudaMallocManaged(&o, 256 * sizeof(int)));
+    for (int i = 0; i < n; i++) in[i] = (i * 7919) % 1000 - 500;
+    tree_kernel<<<blocks, 256>>>(in, a, n);
+    tree_fibers_kernel<<<blocks, 256>>>(in, b, n);
+    CUDA_OK(cudaDeviceSynchronize());
+    for (int blk = 0; blk < blocks; blk++) {
+        int want = 0;
+        for (int i = blk * 256; i < n && i < blk * 256 + 256; i++) want += in[i];
+        EXPECT_EQ_INT(a[blk], want);
+        EXPECT_EQ_INT(b[blk], want);
+    }
+
+    cg_count_kernel<<<1, 128>>>(o);
+    CUDA_OK(cudaDeviceSynchronize());
+    for (int t = 0; t < 128; t++) EXPECT_EQ_INT(o[t], 431);   // 43 multiples of 3 below 128
+
+    EMU_ONLY();
+#ifdef __CUEMU__
+    late_exit_kernel<<<1, 64>>>(o);
+    EXPECT_EQ_INT(cudaDeviceSynchronize(), cudaErrorLaunchFailure);
+    EXPECT_DIAG("deadlock in kernel late_exit_kernel", "divergent __syncthreads",
+                "32 threads wait at __syncthreads", here(__FILE__, kSecondBarrier),
+                "32 threads exited (first: thread (0,0,0))");
+    cuemuClearDiagnostic();
+    cudaDeviceReset();
+
+    CUDA_OK(cudaMalloc(&o, 64 * sizeof(int)));
+    fault_after_barrier_kernel<<<1, 64>>>(o, 64);
+    EXPECT_EQ_INT(cudaDeviceSynchronize(), cudaErrorIllegalAddress);
+    EXPECT_DIAG("out-of-bounds write of global memory in kernel fault_after_barrier_kernel",
+                "thread (5,0,0)", here(__FILE__, kFaultLine));
+    cuemuClearDiagnostic();
+    cudaDeviceReset();
+
+    CUDA_OK(cudaMalloc(&o, 32 * sizeof(int)));
+    hidden_wait_kernel<<<1, 32>>>(o);
+    EXPECT_EQ_INT(cudaDeviceSynchronize(), cudaErrorNotSupported);
+    EXPECT_DIAG("kernel hidden_wait_kernel", "waits (__syncthreads at", "EMU_SPLIT=0");
+    cuemuClearDiagnostic();
+    cudaDeviceReset();
+#endif
+    return emu_test_result("split");
+}

@@ -1,0 +1,73 @@
+# SPDX-License-Identifier: MIT
+"""Which kernels cuemu-rewrite splits at their barriers (emu/include/cuemu_split.h).
+
+usage: split_plan.py CUEMU_REWRITE
+A kernel is split only when it waits with __syncthreads (and _count, _and, _or) or a
+cooperative-groups thread_block's sync, in its own body; anything else that waits, in the body
+or in a function or macro of the file it calls (directly or not), keeps it on fibers, where
+every wait works. A split the core cannot run is refused at run time (emu/tests/core/split.cu),
+but a kernel this file's own code makes unsplittable must never get there.
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+CASES = r'''
+namespace cg = cooperative_groups;
+#define BARRIER() __syncthreads()
+__device__ void helper(float *s) { s[threadIdx.x] = 0; __syncthreads(); }
+__device__ void outer(float *s) { helper(s); }
+__device__ float plain(float x) { return 2 * x; }
+__device__ float warp_sum(float v) { return v + __shfl_down_sync(0xffffffffu, v, 1); }
+
+__global__ void split_direct(float *p) { __shared__ float s[32]; s[threadIdx.x] = plain(p[0]);
+    __syncthreads(); if (threadIdx.x) return; p[0] = s[1]; }
+__global__ void split_count(int *p) { p[0] = __syncthreads_count(threadIdx.x & 1); }
+__global__ void split_cg(int *p) { cg::thread_block b = cg::this_thread_block();
+    p[b.thread_rank()] = 1; b.sync(); cg::sync(b); p[0] = b.size(); }
+__global__ void split_cg_auto(int *p) { auto blk = cg::this_thread_block(); blk.sync(); }
+template <int N> __global__ void split_template(int *p) { p[N] = 1; __syncthreads(); }
+__global__ void keep_helper(float *p) { __shared__ float s[32]; helper(s); }
+__global__ void keep_outer(float *p) { __shared__ float s[32]; outer(s); __syncthreads(); }
+__global__ void keep_macro(float *p) { BARRIER(); }
+__global__ void keep_warp(float *p) { p[0] = warp_sum(p[0]); __syncthreads(); }
+__global__ void keep_shfl(float *p) { __syncthreads(); p[0] = __shfl_sync(0xffffffffu, p[0], 0); }
+__global__ void keep_lambda(float *p) { auto f = [&]() { p[0] = 1; }; __syncthreads(); f(); }
+__global__ void keep_tile(float *p) { auto t = cg::tiled_partition<32>(cg::this_thread_block());
+    __syncthreads(); t.sync(); }
+__global__ void keep_cg_call(float *p) { cg::this_thread_block().sync(); }
+__global__ void keep_asm(float *p) { __syncthreads(); asm volatile("bar.sync 0;"); }
+__global__ void keep_sleep(float *p) { __syncthreads(); __nanosleep(100); }
+__global__ void keep_no_barrier(float *p) { p[threadIdx.x] = plain(1); }
+'''
+
+
+def main():
+    tool = sys.argv[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        cu, out = os.path.join(tmp, "cases.cu"), os.path.join(tmp, "cases.cpp")
+        with open(cu, "w") as f:
+            f.write(CASES)
+        subprocess.run([tool, cu, out], check=True)
+        text = open(out).read()
+    errors = []
+    for m in re.finditer(r"__global__ void (\w+)\(", CASES):
+        name = m.group(1)
+        start = text.index(f"__global__ void {name}(")
+        end = text.find("cuemu_kfn_", start)      # the next kernel's companion
+        body = text[start:end if end >= 0 else len(text)]
+        split = "CUEMU_CO_BEGIN" in body
+        if split != name.startswith("split_"):
+            errors.append(f"{name}: {'split' if split else 'not split'}, want the opposite:\n{body}")
+        if split and re.search(r"\breturn\b|__syncthreads\b|\.sync\(|cg::sync", body):
+            errors.append(f"{name}: split, but a return or a barrier was left as it was:\n{body}")
+    for e in errors:
+        print(e)
+    print(f"split_plan: {'FAILED' if errors else 'passed'}")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
