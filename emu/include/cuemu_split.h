@@ -7,10 +7,10 @@
  * than the code between two barriers of a tree reduction. When a kernel calls __syncthreads
  * only in its own body, cuemu-rewrite (emu/rewrite) makes the body a coroutine instead:
  *
- *   __global__ void k(P p) {              __global__ void k(P p) { CUEMU_CO_BEGIN
+ *   __global__ void k(P p, Q q) {         __global__ void k(P p, Q q) { CUEMU_CO_BEGIN(P p, Q q)
  *       if (i >= n) return;         ->        if (i >= n) CUEMU_CO_RETURN;
  *       __syncthreads();                      CUEMU_CO_SYNCTHREADS();
- *   }                                     CUEMU_CO_END }
+ *   }                                     CUEMU_CO_END(p, q) }
  *
  * Each thread's call runs its body up to its first barrier, where it suspends and returns; the
  * core then runs the rest of the block phase by phase, resuming each thread's coroutine in
@@ -70,10 +70,19 @@ struct co_bar_op {
 };
 
 // The kernel's body as a coroutine lambda, run by the calling thread up to its first barrier.
-// The lambda (the kernel's parameters, copied: each thread may change its own) lives in the
-// arena beside the frame, which refers to it.
+// It takes the kernel's parameters as its own: the coroutine's frame holds each thread's copies
+// (each thread may change its own), where the compiler knows that nothing else writes them.
+template <class F, class... A>
+static inline void co_kernel(F body, A... args)
+{
+    ::cuemu_co_active(1);
+    body(args...);
+    ::cuemu_co_active(0);
+}
+// A kernel with a parameter the rewriter cannot name: the lambda captures them by copy. It
+// lives in the arena beside the frame, which refers to it.
 template <class F>
-static inline void co_kernel(F &&f)
+static inline void co_kernel_capture(F &&f)
 {
     using L = typename std::decay<F>::type;
     L *body = new (::cuemu_co_alloc(sizeof(L))) L(static_cast<F &&>(f));
@@ -83,8 +92,11 @@ static inline void co_kernel(F &&f)
 }
 }  // namespace cuemu
 
-#define CUEMU_CO_BEGIN ::cuemu::co_kernel([=]() mutable -> ::cuemu::co_task {
-#define CUEMU_CO_END });
+#define CUEMU_CO_BEGIN(...) ::cuemu::co_kernel([](__VA_ARGS__) -> ::cuemu::co_task {
+#define CUEMU_CO_END(...) }, __VA_ARGS__);
+#define CUEMU_CO_END0 });
+#define CUEMU_CO_BEGIN_CAPTURE ::cuemu::co_kernel_capture([=]() mutable -> ::cuemu::co_task {
+#define CUEMU_CO_END_CAPTURE });
 #define CUEMU_CO_RETURN co_return
 #define CUEMU_CO_SYNCTHREADS() (co_await ::cuemu::co_bar{__FILE__, __LINE__})
 #define CUEMU_CO_SYNCTHREADS_COUNT(p) \
@@ -94,8 +106,11 @@ static inline void co_kernel(F &&f)
 #define CUEMU_CO_SYNCTHREADS_OR(p) \
     (co_await ::cuemu::co_bar_op{2, (p) ? 1 : 0, __FILE__, __LINE__})
 #else
-#define CUEMU_CO_BEGIN
-#define CUEMU_CO_END
+#define CUEMU_CO_BEGIN(...)
+#define CUEMU_CO_END(...)
+#define CUEMU_CO_END0
+#define CUEMU_CO_BEGIN_CAPTURE
+#define CUEMU_CO_END_CAPTURE
 #define CUEMU_CO_RETURN return
 #define CUEMU_CO_SYNCTHREADS __syncthreads
 #define CUEMU_CO_SYNCTHREADS_COUNT __syncthreads_count

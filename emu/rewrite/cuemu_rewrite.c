@@ -538,10 +538,105 @@ static int handle_add(handles *h, size_t w, size_t len)
     return 1;
 }
 
+/* The declarator [a, b) of a parameter: its name's position and length, or 0 when it has none
+   the rewriter can tell (`int`, `const size_t`, a function pointer): only the type's words
+   (and cv-qualifiers) before it. *pack: 1 for a parameter pack (`Args... args`). */
+static size_t param_name(size_t a, size_t b, size_t *len, int *pack)
+{
+    static const char *const quals[] = { "const", "volatile", "__restrict__", "__restrict",
+                                         "restrict", "__grid_constant__", "struct", "class",
+                                         "enum", "typename" };
+    static const char *const builtin[] = { "int", "char", "float", "double", "long", "short",
+                                           "unsigned", "signed", "bool", "void", "auto" };
+    size_t i = a, w, l, last = 0, last_len = 0;
+    int words = 0, last_builtin = 0;
+    *pack = 0;
+    for (size_t k = a; k + 2 < b; k++)
+        if (code[k] && src[k] == '.' && src[k + 1] == '.' && src[k + 2] == '.') *pack = 1;
+    for (size_t k = a; k < b; k++)
+        if (code[k] && (src[k] == '(' || src[k] == '[')) return 0;
+    while (next_word(&i, b, &w, &l)) {
+        size_t q = 0;
+        while (q < sizeof quals / sizeof *quals && !word_is(w, l, quals[q])) q++;
+        if (q < sizeof quals / sizeof *quals) continue;
+        q = 0;
+        while (q < sizeof builtin / sizeof *builtin && !word_is(w, l, builtin[q])) q++;
+        last_builtin = q < sizeof builtin / sizeof *builtin;
+        last = w;
+        last_len = l;
+        words++;
+        /* ns::T, T<...>: what stands inside <> or after :: is part of the type */
+        size_t nx = skip_ws_fwd(w + l);
+        if (nx < b && (src[nx] == ':' || src[nx] == '<')) words--;
+    }
+    if (words < 2 || last_builtin) return 0;
+    *len = last_len;
+    return last;
+}
+
+/* Wraps the body [bo, bc] of a kernel with parameters (po, pc) in the coroutine lambda and
+   makes the planned edits. The lambda takes the kernel's parameters as its own (its frame
+   holds each thread's copies, where the compiler knows nothing else writes them), and is
+   called with them; when some parameter has no name it can be called with, it captures them
+   by copy instead (slower: a capture is read through the lambda, again after every call). */
+static void split_wrap(size_t po, size_t pc, size_t bo, size_t bc, const edit *plan, size_t nplan)
+{
+    char *names = NULL, *begin = NULL, *end = NULL;
+    size_t nl = 0, bl = 0, el = 0;
+    FILE *fn = open_memstream(&names, &nl);
+    if (!fn) die("out of memory");
+    int named = 1, any = 0;
+    for (size_t a = po + 1; a < pc && named;) {
+        size_t e = a;
+        int depth = 0;
+        for (; e < pc; e++) {
+            if (!code[e]) continue;
+            char c = src[e];
+            if (c == '(' || c == '[' || c == '{' || c == '<') depth++;
+            else if (c == ')' || c == ']' || c == '}' || c == '>') depth--;
+            else if (c == ',' && depth == 0) break;
+            if (depth < 0) named = 0;            /* a `>` the rewriter cannot place */
+        }
+        size_t d = e;                            /* the declarator, without a default */
+        for (size_t k = a; k < e; k++)
+            if (code[k] && src[k] == '=') { d = k; break; }
+        if (has_code(a, d)) {
+            size_t len = 0;
+            int pack = 0;
+            size_t w = param_name(a, d, &len, &pack);
+            if (!w) named = 0;
+            else fprintf(fn, "%s%.*s%s", any++ ? ", " : "", (int)len, src + w, pack ? "..." : "");
+        }
+        a = e + 1;
+    }
+    fclose(fn);
+    FILE *fb = open_memstream(&begin, &bl), *fe = open_memstream(&end, &el), *saved = out;
+    if (!fb || !fe) die("out of memory");
+    if (!named) {
+        fputs(" CUEMU_CO_BEGIN_CAPTURE", fb);
+        fputs("CUEMU_CO_END_CAPTURE ", fe);
+    } else {
+        fputs(" CUEMU_CO_BEGIN(", fb);
+        out = fb;
+        emit_params_no_defaults(po + 1, pc);
+        out = saved;
+        fputs(")", fb);
+        if (any) fprintf(fe, "CUEMU_CO_END(%s) ", names);
+        else fputs("CUEMU_CO_END0 ", fe);
+    }
+    fclose(fb);
+    fclose(fe);
+    free(names);
+    add_edit(bo + 1, 0, begin);
+    for (size_t k = 0; k < nplan; k++) add_edit(plan[k].pos, plan[k].len, plan[k].text);
+    add_edit(bc, 0, end);
+}
+
 /* The kernel whose name is [name, name_end) and whose body is [bo, bc] (the braces): split at
    its barriers when it waits only with __syncthreads & co (or a thread_block's sync) in the body
    itself. The edits are made as the copy passes them. */
-static void split_plan(size_t name, size_t name_end, size_t bo, size_t bc)
+static void split_plan(size_t name, size_t name_end, size_t po, size_t pc, size_t bo,
+                       size_t bc)
 {
     static const char *const block_members[] = { "thread_rank", "size", "num_threads",
                                                  "group_index", "thread_index", "group_dim",
@@ -627,9 +722,7 @@ static void split_plan(size_t name, size_t name_end, size_t bo, size_t bc)
         for (size_t k = 0; k < nplan; k++) syncs += strncmp(plan[k].text, "CUEMU_CO_SYNC", 13) == 0;
         if (!syncs) goto keep;
     }
-    add_edit(bo + 1, 0, " CUEMU_CO_BEGIN");
-    for (size_t k = 0; k < nplan; k++) add_edit(plan[k].pos, plan[k].len, plan[k].text);
-    add_edit(bc, 0, "CUEMU_CO_END ");
+    split_wrap(po, pc, bo, bc, plan, nplan);
 keep:
     free(plan);
 #undef PLAN
@@ -700,7 +793,7 @@ static size_t kernel_companion(size_t g, size_t copied)
     {
         size_t after = skip_ws_fwd(pc + 1);
         if (after < n && src[after] == '{' && getenv("CUEMU_REWRITE_NO_SPLIT") == NULL)
-            split_plan(name, name_end, after, match_close(after));
+            split_plan(name, name_end, po, pc, after, match_close(after));
     }
     fprintf(out, "auto cuemu_kfn_%.*s(", (int)(name_end - name), src + name);
     emit_flat(out, po + 1, pc, 0);

@@ -7,8 +7,8 @@ input line that is not part of a launch or an extern __shared__ declaration come
 on the same line, but for two additions the rewriter makes in place: a kernel's __cluster_dims__
 registration after the line that ends its definition, and the members gridDim and blockDim
 renamed cuemu_gridDim and cuemu_blockDim (the built-in variables are macros), and the barrier
-split's words in a kernel it splits (CUEMU_CO_BEGIN after the body's `{`, CUEMU_CO_END before its
-`}`, CUEMU_CO_RETURN for `return`, CUEMU_CO_SYNCTHREADS* for __syncthreads*, cg::sync(b) and
+split's words in a kernel it splits (CUEMU_CO_BEGIN(parameters) after the body's `{`,
+CUEMU_CO_END(names) before its `}`, CUEMU_CO_RETURN for `return`, CUEMU_CO_SYNCTHREADS* for __syncthreads*, cg::sync(b) and
 b.sync()). Then a file with an error after a multi-line launch must be reported by the
 compiler at the .cu file's own line.
 """
@@ -31,6 +31,18 @@ def launch_lines(lines):
     return allowed
 
 
+def drop_call(text, head, keep):
+    """text with `head...)` (its parentheses balanced) replaced by keep."""
+    k = text.find(head)
+    if k < 0:
+        return text
+    depth, i = 1, k + len(head)
+    while i < len(text) and depth:
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        i += 1
+    return text[:k] + keep + text[i:].lstrip(" ") if keep == "" else text[:k] + keep + text[i:]
+
+
 def in_place(a, b):
     """b is line a with only the in-place additions (see the module's docstring)."""
     reg = " static ::cuemu::cluster_reg cuemu_cluster_reg_"
@@ -38,7 +50,9 @@ def in_place(a, b):
         b = a
     for m in ("gridDim", "blockDim"):
         b = b.replace(".cuemu_" + m, "." + m).replace("->cuemu_" + m, "->" + m)
-    b = b.replace("{ CUEMU_CO_BEGIN", "{").replace("CUEMU_CO_END }", "}")
+    b = drop_call(drop_call(b, "{ CUEMU_CO_BEGIN(", "{"), "CUEMU_CO_END(", "")
+    b = b.replace("{ CUEMU_CO_BEGIN_CAPTURE", "{").replace("CUEMU_CO_END_CAPTURE }", "}")
+    b = b.replace("CUEMU_CO_END0 }", "}")
     b = re.sub(r"\bCUEMU_CO_RETURN\b", "return", b)
     b = re.sub(r"\bCUEMU_CO_SYNCTHREADS(_COUNT|_AND|_OR)?\b",
                lambda m: "__syncthreads" + (m.group(1) or "").lower(), b)

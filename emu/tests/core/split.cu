@@ -65,6 +65,24 @@ __global__ void cg_count_kernel(int *out)
     out[block.thread_rank()] = count * 10 + all;
 }
 
+// a parameter without a name (the split captures the parameters instead), and a parameter pack
+__global__ void unnamed_param_kernel(int *out, int)
+{
+    __shared__ int s[32];
+    s[threadIdx.x] = (int)threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = s[31 - threadIdx.x];
+}
+
+template <class... A>
+__global__ void pack_kernel(int *out, A... a)
+{
+    __shared__ int s[32];
+    s[threadIdx.x] = (int)threadIdx.x + (a + ...);
+    __syncthreads();
+    out[threadIdx.x] = s[31 - threadIdx.x];
+}
+
 // threads 0..31 leave between the first and the second barrier
 [[maybe_unused]] static const int kSecondBarrier = __LINE__ + 7;
 __global__ void late_exit_kernel(int *out)
@@ -123,6 +141,13 @@ int main()
     cg_count_kernel<<<1, 128>>>(o);
     CUDA_OK(cudaDeviceSynchronize());
     for (int t = 0; t < 128; t++) EXPECT_EQ_INT(o[t], 431);   // 43 multiples of 3 below 128
+
+    unnamed_param_kernel<<<1, 32>>>(o, 7);
+    CUDA_OK(cudaDeviceSynchronize());
+    for (int t = 0; t < 32; t++) EXPECT_EQ_INT(o[t], 31 - t);
+    pack_kernel<<<1, 32>>>(o, 1, 2);
+    CUDA_OK(cudaDeviceSynchronize());
+    for (int t = 0; t < 32; t++) EXPECT_EQ_INT(o[t], 31 - t + 3);
 
     EMU_ONLY();
 #ifdef __CUEMU__

@@ -5,7 +5,8 @@ usage: split_plan.py CUEMU_REWRITE
 A kernel is split only when it waits with __syncthreads (and _count, _and, _or) or a
 cooperative-groups thread_block's sync, in its own body; anything else that waits, in the body
 or in a function or macro of the file it calls (directly or not), keeps it on fibers, where
-every wait works. A split the core cannot run is refused at run time (emu/tests/core/split.cu),
+every wait works. The coroutine takes the kernel's parameters as its own, or captures them
+when one has no name. A split the core cannot run is refused at run time (emu/tests/core/split.cu),
 but a kernel this file's own code makes unsplittable must never get there.
 """
 import os
@@ -29,6 +30,7 @@ __global__ void split_cg(int *p) { cg::thread_block b = cg::this_thread_block();
     p[b.thread_rank()] = 1; b.sync(); cg::sync(b); p[0] = b.size(); }
 __global__ void split_cg_auto(int *p) { auto blk = cg::this_thread_block(); blk.sync(); }
 template <int N> __global__ void split_template(int *p) { p[N] = 1; __syncthreads(); }
+__global__ void split_unnamed(int *p, int) { __syncthreads(); p[0] = 1; }
 __global__ void keep_helper(float *p) { __shared__ float s[32]; helper(s); }
 __global__ void keep_outer(float *p) { __shared__ float s[32]; outer(s); __syncthreads(); }
 __global__ void keep_macro(float *p) { BARRIER(); }
@@ -63,6 +65,10 @@ def main():
             errors.append(f"{name}: {'split' if split else 'not split'}, want the opposite:\n{body}")
         if split and re.search(r"\breturn\b|__syncthreads\b|\.sync\(|cg::sync", body):
             errors.append(f"{name}: split, but a return or a barrier was left as it was:\n{body}")
+    if "CUEMU_CO_BEGIN_CAPTURE" not in text[text.index("void split_unnamed("):]:
+        errors.append("split_unnamed: a parameter without a name must make the split capture")
+    if "CUEMU_CO_BEGIN(float *p)" not in text or "CUEMU_CO_END(p)" not in text:
+        errors.append("split_direct: the lambda must take the kernel's parameters")
     for e in errors:
         print(e)
     print(f"split_plan: {'FAILED' if errors else 'passed'}")
