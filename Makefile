@@ -64,8 +64,10 @@ endif
 NUMPY_MIN := $(shell sed -n 's/^numpy>=\([0-9.]*\).*/\1/p' requirements.txt)
 # Once make has made that environment for the default python3, it is used without asking again:
 # importing NumPy to ask took 0.1 to 0.15 s of every `make check` (more behind a pyenv shim).
-ifneq ($(TUT_PY_CHECKED),$(PYTHON))
-  export TUT_PY_CHECKED := $(PYTHON)
+# The answer is kept for sub-makes (exported) with the Python and the build folder it was asked
+# for: a sub-make with another BUILD (make platforms' legs, in a chroot too) asks again.
+ifneq ($(TUT_PY_CHECKED),$(PYTHON) $(abspath $(BUILD)))
+  export TUT_PY_CHECKED := $(PYTHON) $(abspath $(BUILD))
   ifneq ($(and $(filter file,$(origin PYTHON)),$(wildcard $(BUILD)/venv/.ready)),)
     export TUT_PY_NUMPY := venv
   else

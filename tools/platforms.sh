@@ -6,7 +6,7 @@
 # platforms' packaging.) Each leg is one row:
 #
 #   host compilers  every g++/g++-NN/clang++/clang++-NN on the PATH: the emulator and its tests
-#                   (ctest -L emu) and chapter 01's solutions; one older than the minimum must
+#                   (ctest -L emu) and chapter 01's and 04's solutions; one older than the minimum must
 #                   be refused by make with the minimum named, and that is its pass.
 #   Debian 13       the same in a Debian 13 chroot (gcc 13/14, clang 17-19), made with
 #                   debootstrap under $CHROOTS when it is missing (root only).
@@ -44,7 +44,7 @@ row() {   # platform compiler what result
 want() { [[ "$1" =~ $ONLY ]]; }
 secs() { echo $(( $(date +%s) - $1 )); }
 
-# One compiler: make's verdict on it, then the emulator and its tests, then chapter 01.
+# One compiler: make's verdict on it, then the emulator and its tests, then chapters 01 and 04.
 # $1 platform, $2 compiler, $3 a command prefix that runs inside the platform ("" or "chroot DIR").
 compiler_leg() {
     local plat="$1" cxx="$2" wrap="$3" name b log t0 out
@@ -77,10 +77,11 @@ compiler_leg() {
         again=", $again run again alone: $(grep -E 'tests passed|tests failed' "$log" | tail -n1)"
     fi
     row "$plat" "$cxx" "emulator tests (ctest -L emu)" "$([ $rc = 0 ] && echo pass || echo FAIL): ${summary:-no summary}$again"
-    if run_in "make BUILD='$b' CXX='$cxx' PYTHON='$PYTHON' BACKEND=cpu check-solutions CH=01" >>"$log" 2>&1; then
-        row "$plat" "$cxx" "chapter 01 solutions" "pass ($(secs "$t0") s in all)"
+    # 04: kernels split at their barriers (C++20 coroutines, or g++'s -fcoroutines)
+    if run_in "make BUILD='$b' CXX='$cxx' PYTHON='$PYTHON' BACKEND=cpu check-solutions CH=01 && make BUILD='$b' CXX='$cxx' PYTHON='$PYTHON' BACKEND=cpu check-solutions CH=04" >>"$log" 2>&1; then
+        row "$plat" "$cxx" "chapters 01 and 04 solutions" "pass ($(secs "$t0") s in all)"
     else
-        row "$plat" "$cxx" "chapter 01 solutions" "FAIL (see $log)"
+        row "$plat" "$cxx" "chapters 01 and 04 solutions" "FAIL (see $log)"
     fi
 }
 
