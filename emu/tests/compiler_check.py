@@ -28,6 +28,8 @@ def fake(scratch, kind, major, arm=False, name=None):
     """A 'compiler' whose preprocessor says `kind major` (all make asks it), and `aarch64` on
     a line of its own for one that compiles for 64-bit Arm."""
     folder = os.path.join(scratch, f"fake-{kind}-{major}{'-arm' if arm else ''}")
+    if os.path.lexists(folder) and not os.path.isdir(folder):
+        os.remove(folder)          # a build folder an older version of this test wrote to
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, name or "c++")
     with open(path, "w") as f:
