@@ -27,8 +27,13 @@ HOOKS = tuple(f"__sanitizer_cov_{k}{n}" for k in ("load", "store") for n in (1, 
 def make_vars(build):
     """How make builds the emulator here: EMU_LTO, EMU_LLVM_LINK and EMU_CXX, with the
     variables given to the make that runs this (make test EMU_LLVM_LINK=, say)."""
+    # The compiler's identity (TUT_EMU_CXX_*) is asked again when a make ran this (it set them),
+    # and kept when the caller handed it in: the 64-bit Arm leg runs CTest in a chroot that does
+    # not have the cross compiler make would have to ask (tools/platforms/arm64.sh).
+    ask_again = "MAKELEVEL" in os.environ
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("MAKE", "TUT_EMU_CXX")) and k != "MFLAGS"}
+           if not k.startswith(("MAKE", "TUT_EMU_CXX") if ask_again else "MAKE")
+           and k != "MFLAGS"}
     flags = os.environ.get("MAKEFLAGS", "")
     given = flags.split(" -- ", 1)[1].split() if " -- " in flags else []
     p = subprocess.run(["make", "-s", "--no-print-directory", f"BUILD={build}", "BACKEND=cpu",
