@@ -15,6 +15,7 @@ beside it (the hooks are then called, or inlined at the link). Exits 0 when ever
 passes, 1 otherwise.
 """
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +36,9 @@ def make_vars(build):
            if not k.startswith(("MAKE", "TUT_EMU_CXX") if ask_again else "MAKE")
            and k != "MFLAGS"}
     flags = os.environ.get("MAKEFLAGS", "")
-    given = flags.split(" -- ", 1)[1].split() if " -- " in flags else []
+    # the command line's variables, as make writes them there: a space inside a value is `\ `
+    given = [v.replace("\\ ", " ") for v in re.split(r"(?<!\\) +", flags.split(" -- ", 1)[1])
+             if v] if " -- " in flags else []
     p = subprocess.run(["make", "-s", "--no-print-directory", f"BUILD={build}", "BACKEND=cpu",
                         *given, "--eval",
                         "print-hooks: ; @echo '$(EMU_LTO)|$(EMU_LLVM_LINK)|$(EMU_CXX)'",
