@@ -79,7 +79,6 @@ struct cuemu_worker {
     int co_waiting, co_count, co_sites;
     const char *co_file;
     int co_line;
-    int co_last_count, co_last_n;    /* the last phase's, for __syncthreads_count/and/or */
     int co_active;                   /* split code runs: no wait may switch stacks */
     char *co_ptr, *co_end;           /* the frames' arena: free space in its current chunk */
 };

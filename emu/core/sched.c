@@ -79,8 +79,8 @@ const char *__tsan_default_options(void) { return "report_signal_unsafe=0"; }
 
 /* CUDA's numbers; the core does not include cuda_runtime.h (it is C and the runtime's). */
 enum {
-    E_INVALID_VALUE = 1, E_ILLEGAL_ADDRESS = 700, E_LAUNCH_OUT_OF_RESOURCES = 701, E_LAUNCH_TIMEOUT = 702, E_ASSERT = 710,
-    E_ILLEGAL_INSTRUCTION = 715, E_LAUNCH_FAILURE = 719, E_NOT_SUPPORTED = 801,
+    E_INVALID_VALUE = 1, E_ILLEGAL_ADDRESS = 700, E_LAUNCH_OUT_OF_RESOURCES = 701,
+    E_LAUNCH_TIMEOUT = 702, E_ASSERT = 710, E_ILLEGAL_INSTRUCTION = 715, E_LAUNCH_FAILURE = 719, E_NOT_SUPPORTED = 801,
     E_INVALID_CLUSTER_SIZE = 912,
     /* not CUDA's: a block stopped because another block of its cluster failed (reported by
        that one) */
@@ -715,13 +715,16 @@ void *cuemu_co_alloc_slow(size_t n)
     return p;
 }
 
-int cuemu_co_result(int op)
+/* What __syncthreads_count (op 0), _and (1) and _or (2) return once the barrier ended, a fiber
+   barrier or a split one: from the predicates of the threads that arrived. */
+static int bar_result(int op)
 {
-    struct cuemu_worker *w = &SW->w;
-    if (op == 0) return w->co_last_count;
-    if (op == 1) return w->co_last_count == w->co_last_n;
-    return w->co_last_count > 0;
+    if (op == 0) return g_bar_last_count;
+    if (op == 1) return g_bar_last_count == g_bar_last_n;
+    return g_bar_last_count > 0;
 }
+
+int cuemu_co_result(int op) { return bar_result(op); }
 
 /* A wait the rewriter did not see, in split code: nothing can switch stacks there, and running
    on would be wrong, so the launch stops, saying why and what to do. */
@@ -791,8 +794,8 @@ static int co_run(void)
     struct cuemu_worker *w = &SW->w;
     while (w->co_waiting) {
         if (w->co_waiting != g_n || (w->co_sites && co_sites_differ())) return co_stuck();
-        w->co_last_count = w->co_count;
-        w->co_last_n = w->co_waiting;
+        g_bar_last_count = w->co_count;
+        g_bar_last_n = w->co_waiting;
         w->co_waiting = w->co_count = w->co_sites = 0;
         w->co_phase++;
         cuemu_access_barrier();
@@ -869,9 +872,7 @@ int cuemu_syncthreads_op(int op, int pred, const char *file, int line)
 {
     barrier_arrive(file, line, pred, 0);
     if (!cuemu_cur) return pred != 0;       /* host code: a block of one */
-    if (op == 0) return g_bar_last_count;
-    if (op == 1) return g_bar_last_count == g_bar_last_n;
-    return g_bar_last_count > 0;
+    return bar_result(op);
 }
 
 static const char *warp_op_name(int kind)

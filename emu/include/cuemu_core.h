@@ -186,9 +186,10 @@ int  cuemu_syncthreads_op(int op, int pred, const char *file, int line);
    coroutine per thread, and the core runs the code between two barriers as a loop over the
    block's threads, with no stack switch. cuemu_co_alloc: memory for this block's threads'
    coroutine frames (freed all at once when the next block starts). cuemu_co_wait: the running
-   thread's coroutine (frame) waits at a barrier (op: 0 count, 1 and, 2 or, 3 plain).
-   cuemu_co_result: after it, what __syncthreads_count/and/or return. cuemu_co_active: 1 while
-   split code runs, when nothing may switch stacks (a wait the split did not see is refused). */
+   thread's coroutine (frame) waits at the barrier at file:line, with its predicate (pred) for
+   __syncthreads_count/and/or. cuemu_co_result: after it, what those return (op: 0 count,
+   1 and, 2 or). cuemu_co_active: 1 while split code runs, when nothing may switch stacks (a
+   wait the split did not see is refused). */
 CUEMU_HIDDEN void *cuemu_co_alloc(size_t n);
 CUEMU_HIDDEN void cuemu_co_wait(void *frame, int pred, const char *file, int line);
 int   cuemu_co_result(int op);

@@ -26,11 +26,13 @@
  * And a kernel that waits only with __syncthreads (and _count, _and, _or) called in its own
  * body is split at its barriers (emu/include/cuemu_split.h says how the core runs it):
  *
- *   { ... return; ... __syncthreads(); ... }
- *     ->  { CUEMU_CO_BEGIN ... CUEMU_CO_RETURN; ... CUEMU_CO_SYNCTHREADS(); ... CUEMU_CO_END }
+ *   (P p) { ... return; ... __syncthreads(); ... }
+ *     ->  (P p) { CUEMU_CO_BEGIN(P p) ... CUEMU_CO_RETURN; ... CUEMU_CO_SYNCTHREADS(); ...
+ *                 CUEMU_CO_END(p) }
  *
- * unless its body waits in any other way: a function of this file (or a macro) that waits,
- * a warp operation, cooperative groups, a lambda, inline asm (see split_plan).
+ * (a cooperative-groups thread_block's sync() is a __syncthreads too) unless its body waits in
+ * any other way: a function of this file (or a macro) that waits, a warp operation, other
+ * cooperative groups, a lambda, inline asm (see split_plan).
  *
  * The output starts with `#line 1 "IN.cu"` and keeps every newline of the input where it was,
  * so a compiler error in the .cpp points at the student's line in the .cu file.
@@ -343,15 +345,28 @@ typedef struct { size_t pos, len; const char *text; } edit;
 static edit  *edits;
 static size_t nedits, next_edit;
 
+static void edit_push(edit **list, size_t *count, size_t pos, size_t len, const char *text)
+{
+    edit *e = (edit *)realloc(*list, (*count + 1) * sizeof *e);
+    if (!e) die("out of memory");
+    *list = e;
+    e[(*count)++] = (edit){ pos, len, text };
+}
+
 static void add_edit(size_t pos, size_t len, const char *text)
 {
-    edit *e = (edit *)realloc(edits, (nedits + 1) * sizeof *e);
-    if (!e) die("out of memory");
-    edits = e;
-    edits[nedits].pos = pos;
-    edits[nedits].len = len;
-    edits[nedits].text = text;
-    nedits++;
+    edit_push(&edits, &nedits, pos, len, text);
+}
+
+/* Writes src[copied, e->pos) and the edit's text; returns the new `copied`. */
+static size_t apply_edit(const edit *e, size_t copied)
+{
+    if (e->pos < copied)
+        die("%s:%d: internal error: a rewrite overlaps the barrier split "
+            "(CUEMU_REWRITE_NO_SPLIT=1 works around it)", in_path, line_of(e->pos));
+    fwrite(src + copied, 1, e->pos - copied, out);
+    fputs(e->text, out);
+    return e->pos + e->len;
 }
 
 static const char *const sync_words[] = {
@@ -364,6 +379,15 @@ static int word_is(size_t a, size_t len, const char *w)
 {
     return strlen(w) == len && !strncmp(src + a, w, len);
 }
+
+/* 1 when the word [a, a + len) is one of list[0, count). */
+static int word_in(size_t a, size_t len, const char *const *list, size_t count)
+{
+    for (size_t k = 0; k < count; k++)
+        if (word_is(a, len, list[k])) return 1;
+    return 0;
+}
+#define WORD_IN(a, len, list) word_in((a), (len), (list), sizeof(list) / sizeof *(list))
 
 /* The barrier called at [a, a + len) (an index of sync_words), or -1. */
 static int sync_word(size_t a, size_t len)
@@ -394,9 +418,7 @@ static int other_wait(size_t a, size_t len)
         size_t l = strlen(prefixes[k]);
         if (len >= l && !strncmp(src + a, prefixes[k], l)) return 1;
     }
-    for (size_t k = 0; k < sizeof words / sizeof *words; k++)
-        if (word_is(a, len, words[k])) return 1;
-    return 0;
+    return WORD_IN(a, len, words);
 }
 
 /* The next identifier at or after *i in [*i, b) (code only); 0 when there is none. */
@@ -444,8 +466,15 @@ static int is_keyword(size_t a, size_t len)
     static const char *const kw[] = { "if", "for", "while", "switch", "catch", "return",
                                       "sizeof", "alignof", "decltype", "defined", "__attribute__",
                                       "__launch_bounds__", "__cluster_dims__", "static_assert" };
-    for (size_t k = 0; k < sizeof kw / sizeof *kw; k++)
-        if (word_is(a, len, kw[k])) return 1;
+    return WORD_IN(a, len, kw);
+}
+
+/* 1 when the word [w, w + len) names a function or macro of this file known to wait. */
+static int names_waiting(size_t w, size_t len)
+{
+    for (size_t d = 0; d < nfdefs; d++)
+        if (fdefs[d].waits && fdefs[d].len == len && !strncmp(src + fdefs[d].name, src + w, len))
+            return 1;
     return 0;
 }
 
@@ -455,11 +484,17 @@ static int mentions_waiting(size_t a, size_t b, size_t self, size_t selflen)
     while (next_word(&i, b, &w, &len)) {
         if (sync_word(w, len) >= 0 || other_wait(w, len)) return 1;
         if (len == selflen && !strncmp(src + w, src + self, len)) continue;
-        for (size_t d = 0; d < nfdefs; d++)
-            if (fdefs[d].waits && fdefs[d].len == len && !strncmp(src + fdefs[d].name, src + w, len))
-                return 1;
+        if (names_waiting(w, len)) return 1;
     }
     return 0;
+}
+
+static void fdef_add(size_t name, size_t len, size_t bo, size_t bc)
+{
+    fdef *f = (fdef *)realloc(fdefs, (nfdefs + 1) * sizeof *f);
+    if (!f) die("out of memory");
+    fdefs = f;
+    fdefs[nfdefs++] = (fdef){ name, len, bo, bc, 0 };
 }
 
 static void find_waiting_functions(void)
@@ -478,12 +513,7 @@ static void find_waiting_functions(void)
                 while (nm < e && (src[nm] == ' ' || src[nm] == '\t')) nm++;
                 size_t ne = nm;
                 while (ne < e && is_id(src[ne])) ne++;
-                if (ne > nm) {
-                    fdef *f = (fdef *)realloc(fdefs, (nfdefs + 1) * sizeof *f);
-                    if (!f) die("out of memory");
-                    fdefs = f;
-                    fdefs[nfdefs++] = (fdef){ nm, ne - nm, ne, e, 0 };
-                }
+                if (ne > nm) fdef_add(nm, ne - nm, ne, e);
             }
             i = e;
             continue;
@@ -500,10 +530,7 @@ static void find_waiting_functions(void)
             break;
         }
         if (k >= n || src[k] != '{') continue;
-        fdef *f = (fdef *)realloc(fdefs, (nfdefs + 1) * sizeof *f);
-        if (!f) die("out of memory");
-        fdefs = f;
-        fdefs[nfdefs++] = (fdef){ nm, ne - nm, k, match_close(k), 0 };
+        fdef_add(nm, ne - nm, k, match_close(k));
     }
     for (int changed = 1; changed;) {
         changed = 0;
@@ -556,12 +583,8 @@ static size_t param_name(size_t a, size_t b, size_t *len, int *pack)
     for (size_t k = a; k < b; k++)
         if (code[k] && (src[k] == '(' || src[k] == '[')) return 0;
     while (next_word(&i, b, &w, &l)) {
-        size_t q = 0;
-        while (q < sizeof quals / sizeof *quals && !word_is(w, l, quals[q])) q++;
-        if (q < sizeof quals / sizeof *quals) continue;
-        q = 0;
-        while (q < sizeof builtin / sizeof *builtin && !word_is(w, l, builtin[q])) q++;
-        last_builtin = q < sizeof builtin / sizeof *builtin;
+        if (WORD_IN(w, l, quals)) continue;
+        last_builtin = WORD_IN(w, l, builtin);
         last = w;
         last_len = l;
         words++;
@@ -644,13 +667,7 @@ static void split_plan(size_t name, size_t name_end, size_t po, size_t pc, size_
     edit *plan = NULL;
     size_t nplan = 0, i = bo + 1, w, len;
     handles h = { .n = 0 };
-#define PLAN(p, l, t)                                                                    \
-    do {                                                                                 \
-        edit *e_ = (edit *)realloc(plan, (nplan + 1) * sizeof *e_);                      \
-        if (!e_) die("out of memory");                                                   \
-        plan = e_;                                                                       \
-        plan[nplan++] = (edit){ (p), (l), (t) };                                         \
-    } while (0)
+#define PLAN(p, l, t) edit_push(&plan, &nplan, (p), (l), (t))
     find_waiting_functions();
     if (has_lambda(bo + 1, bc)) return;
     while (next_word(&i, bc, &w, &len)) {
@@ -704,18 +721,12 @@ static void split_plan(size_t name, size_t name_end, size_t po, size_t pc, size_
                 i = match_close(po) + 1;
                 continue;
             }
-            size_t m = 0;
-            while (m < sizeof block_members / sizeof *block_members
-                   && !word_is(w2, l2, block_members[m]))
-                m++;
-            if (m == sizeof block_members / sizeof *block_members) goto keep;
+            if (!WORD_IN(w2, l2, block_members)) goto keep;
             continue;
         }
         if (other_wait(w, len)) goto keep;
         if (len == name_end - name && !strncmp(src + w, src + name, len)) continue;
-        for (size_t d = 0; d < nfdefs; d++)
-            if (fdefs[d].waits && fdefs[d].len == len && !strncmp(src + fdefs[d].name, src + w, len))
-                goto keep;
+        if (names_waiting(w, len)) goto keep;
     }
     {
         int syncs = 0;
@@ -1105,12 +1116,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i + 2 < n; i++) {
         if (next_edit < nedits && edits[next_edit].pos <= i) {
             const edit *e = &edits[next_edit++];
-            if (e->pos < copied) die("%s:%d: internal error: a rewrite overlaps the barrier split "
-                                     "(CUEMU_REWRITE_NO_SPLIT=1 works around it)", in_path,
-                                     line_of(e->pos));
-            fwrite(src + copied, 1, e->pos - copied, out);
-            fputs(e->text, out);
-            copied = e->pos + e->len;
+            copied = apply_edit(e, copied);
             if (e->len) {
                 i = copied - 1;
                 continue;
@@ -1168,14 +1174,7 @@ int main(int argc, char **argv)
             }
         }
     }
-    for (; next_edit < nedits; next_edit++) {
-        const edit *e = &edits[next_edit];
-        if (e->pos < copied) die("%s:%d: internal error: a rewrite overlaps the barrier split",
-                                 in_path, line_of(e->pos));
-        fwrite(src + copied, 1, e->pos - copied, out);
-        fputs(e->text, out);
-        copied = e->pos + e->len;
-    }
+    for (; next_edit < nedits; next_edit++) copied = apply_edit(&edits[next_edit], copied);
     if (pending && copied <= pending_pos) {
         fwrite(src + copied, 1, pending_pos - copied, out);
         fputs(pending, out);

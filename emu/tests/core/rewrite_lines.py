@@ -32,7 +32,8 @@ def launch_lines(lines):
 
 
 def drop_call(text, head, keep):
-    """text with `head...)` (its parentheses balanced) replaced by keep."""
+    """text with `head...)` (its parentheses balanced) replaced by keep; with nothing kept, the
+    space the rewriter wrote after it goes too."""
     k = text.find(head)
     if k < 0:
         return text
@@ -40,7 +41,8 @@ def drop_call(text, head, keep):
     while i < len(text) and depth:
         depth += {"(": 1, ")": -1}.get(text[i], 0)
         i += 1
-    return text[:k] + keep + text[i:].lstrip(" ") if keep == "" else text[:k] + keep + text[i:]
+    rest = text[i:] if keep else text[i:].lstrip(" ")
+    return text[:k] + keep + rest
 
 
 def in_place(a, b):
