@@ -29,6 +29,7 @@
 #define CUEMU_SPLIT_H
 
 #if defined(__cpp_impl_coroutine) && !defined(CUEMU_NO_SPLIT)
+#define CUEMU_SPLIT 1
 #include <coroutine>
 #include <new>
 #include <type_traits>
@@ -106,6 +107,7 @@ static inline void co_kernel_capture(F &&f)
 #define CUEMU_CO_SYNCTHREADS_OR(p) \
     (co_await ::cuemu::co_bar_op{2, (p) ? 1 : 0, __FILE__, __LINE__})
 #else
+#define CUEMU_SPLIT 0
 #define CUEMU_CO_BEGIN(...)
 #define CUEMU_CO_END(...)
 #define CUEMU_CO_END0
