@@ -43,6 +43,17 @@
    all compiled after it with each compiler (emu/tests/nvcc/std_headers.cu); only <stacktrace>
    (C++23) and <experimental/simd> would still collide. */
 #define __noinline__ __attribute__((noinline))
+/* Host code with no load/store hooks and no alignment checks: the rewriter puts it on each
+   `extern "C"` function that is neither __global__ nor __device__ (emu/rewrite), and the launch
+   below has it. Those checks act only inside a kernel (emu/core/access.c), so in host code they
+   were code the compiler made, checked nothing with, and compiled again with the hooks inlined:
+   most of a chapter's accesses (every launch expands here), and half its rebuild. A kernel's
+   body keeps them wherever it is written, a lambda's too (the attribute is not inherited). */
+#if defined(__clang__)
+#define CUEMU_HOST_FN __attribute__((no_sanitize("coverage", "alignment")))
+#else
+#define CUEMU_HOST_FN
+#endif
 #define __launch_bounds__(...)
 /* sm_90 thread block clusters: the rewriter registers a kernel's __cluster_dims__(x, y, z) after
    its definition (cuemu::cluster_reg below); the attribute itself is then nothing. A template
@@ -599,7 +610,7 @@ template <class Body, class Tup> static void free_ctx(void *p)
 
 /* writable, vol: the kernel's parameter masks (kfunc), or ~0u and 0 when the kernel's type is
    unknown (then the argument's own type decides) */
-template <class T> static inline int check_arg(cuemu_launch_desc *d, int i, const T &v,
+template <class T> CUEMU_HOST_FN static inline int check_arg(cuemu_launch_desc *d, int i, const T &v,
                                                unsigned writable, unsigned vol)
 {
     if constexpr (std::is_pointer<T>::value && !std::is_function<
@@ -616,10 +627,13 @@ template <class T> static inline int check_arg(cuemu_launch_desc *d, int i, cons
         return 0;
 }
 
-/* Returns 0, or the launch configuration's error (recorded as the last error too). */
+/* Returns 0, or the launch configuration's error (recorded as the last error too). Not
+   inlined: in a caller that has the hooks it would have them too (they are added after
+   inlining). */
 template <class AddrL, class Body, class... A>
-static inline int launch(const cfg &c, const char *name, const char *file, int line, AddrL addr,
-                          Body body, A &&...a)
+__attribute__((noinline)) CUEMU_HOST_FN static int launch(const cfg &c, const char *name,
+                                                          const char *file, int line, AddrL addr,
+                                                          Body body, A &&...a)
 {
     cuemu_launch_desc d;
     std::memset(&d, 0, sizeof d);

@@ -9,9 +9,9 @@
  *                                         __FILE__, __LINE__, <address of k>, <call of k>, args)
  *   extern __shared__ T name[];     ->  T (*const name) = ::cuemu::dsmem("name");
  *
- * and two additions: to static shared memory, so the core can poison it before every block,
- * and before each kernel declaration, a companion that tells a launch the kernel's parameter
- * types (see kernel_companion):
+ * and additions: to static shared memory, so the core can poison it before every block; before
+ * each kernel declaration, a companion that tells a launch the kernel's parameter types (see
+ * kernel_companion); and to a C entry point, the mark of host code:
  *
  *   cfg.gridDim, p->blockDim       ->  cfg.cuemu_gridDim, p->cuemu_blockDim (members: the
  *                                       built-in variables are macros)
@@ -19,6 +19,8 @@
  *                                       static thread_local ::cuemu::shared_reg r(name);
  *   template <..> __global__ void k(P)  ->  template <..> auto cuemu_kfn_k(P) -> void (*)(P);
  *                                           template <..> __global__ void k(P)
+ *   extern "C" int f(P)             ->  extern "C" CUEMU_HOST_FN int f(P)   (host code: no
+ *                                       load/store hooks, see host_function_at)
  *
  * (The header alone cannot do that: a section attribute would gather the variables, but gcc
  * ignores it on statics of template functions and rejects mixing inline and non-inline ones.)
@@ -955,6 +957,27 @@ static size_t decl_end(size_t from)
     return semi;
 }
 
+/* `extern "C"` starting at `ext`, declaring a function that is neither __global__ nor
+   __device__: host code (a library's entry points, which ctypes calls). Returns the position
+   after the "C", where CUEMU_HOST_FN goes (cuemu_device.h: no load/store hooks there), or 0. */
+static size_t host_function_at(size_t ext)
+{
+    size_t j = ext + 6;
+    while (j < n && isspace((unsigned char)src[j])) j++;
+    if (j + 3 > n || strncmp(src + j, "\"C\"", 3) != 0) return 0;
+    for (size_t k = j + 3; k < n; k++) {
+        if (!code[k]) continue;
+        char c = src[k];
+        if (c == ';' || c == '{' || c == '}' || c == '=' || c == '#') return 0;
+        if (c == '_' && (word_at(k, "__global__") || word_at(k, "__device__"))) return 0;
+        if (c == '(') {
+            size_t p = skip_ws_back(k);
+            return p > j + 3 && is_id(src[p - 1]) ? j + 3 : 0;
+        }
+    }
+    return 0;
+}
+
 /* `extern __shared__ DECL;` starting at `ext` (the `extern`); sh = the `__shared__`. */
 static size_t rewrite_extern_shared(size_t ext, size_t sh)
 {
@@ -1162,6 +1185,7 @@ int main(int argc, char **argv)
                 if (c == ';' || c == '{' || c == '"' || c == '=' || c == '[') break;
                 if (c == '_' && word_at(k, "__shared__")) { j = k; break; }
             }
+            size_t h;
             if (word_at(j, "__shared__")) {
                 fwrite(src + copied, 1, i - copied, out);
                 size_t next = rewrite_extern_shared(i, j);
@@ -1171,6 +1195,10 @@ int main(int argc, char **argv)
                 } else {
                     copied = i;
                 }
+            } else if (!in_directive(i) && (h = host_function_at(i))) {
+                fwrite(src + copied, 1, h - copied, out);
+                fputs(" CUEMU_HOST_FN", out);
+                copied = h;
             }
         }
     }
