@@ -8,6 +8,9 @@ or in a function or macro of the file it calls (directly or not), keeps it on fi
 every wait works. The coroutine takes the kernel's parameters as its own, or captures them
 when one has no name. A split the core cannot run is refused at run time (emu/tests/core/split.cu),
 but a kernel this file's own code makes unsplittable must never get there.
+
+And which functions it marks as host code (CUEMU_HOST_FN, no load/store hooks): an `extern "C"`
+function that is neither __global__ nor __device__, and nothing else.
 """
 import os
 import re
@@ -45,6 +48,30 @@ __global__ void keep_sleep(float *p) { __syncthreads(); __nanosleep(100); }
 __global__ void keep_no_barrier(float *p) { p[threadIdx.x] = plain(1); }
 '''
 
+# (line, marked as host code?)
+HOST_CASES = [
+    ('extern "C" int host_entry(float *p, int n)', True),
+    ('extern "C"  __host__ int host_qualified(void)', True),
+    ('extern "C" int host_prototype(int);', True),
+    ('extern "C" __global__ void c_kernel(float *p) { p[0] = 1; }', False),
+    ('extern "C" __host__ __device__ float both(float x) { return x; }', False),
+    ('extern "C" __device__ float dev(float x) { return x; }', False),
+    ('extern "C" int c_variable;', False),
+    ('extern "C" {', False),
+    ('extern int plain_extern(int);', False),
+    ('#define API extern "C" int', False),
+]
+
+
+def host_marks(tool, tmp):
+    cu, out = os.path.join(tmp, "host.cu"), os.path.join(tmp, "host.cpp")
+    with open(cu, "w") as f:
+        f.write("\n".join(line for line, _ in HOST_CASES) + "\n}\n")
+    subprocess.run([tool, cu, out], check=True)
+    got = open(out).read().split("\n")[1:]
+    return [f"{'not ' if want else ''}marked as host code, want the opposite: {got[i]}"
+            for i, (_, want) in enumerate(HOST_CASES) if ("CUEMU_HOST_FN" in got[i]) != want]
+
 
 def main():
     tool = sys.argv[1]
@@ -54,7 +81,7 @@ def main():
             f.write(CASES)
         subprocess.run([tool, cu, out], check=True)
         text = open(out).read()
-    errors = []
+        errors = host_marks(tool, tmp)
     for m in re.finditer(r"__global__ void (\w+)\(", CASES):
         name = m.group(1)
         start = text.index(f"__global__ void {name}(")
