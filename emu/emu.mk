@@ -208,11 +208,13 @@ $(EMU_PCH): $(EMU_HEADERS) emu/emu.mk
 EMU_CXXFLAGS := -I$(EMU_PCH_DIR) $(EMU_CXXFLAGS)
 EMU_PCH_CXXFLAGS := $(EMU_CXXFLAGS)
 else
+# -fpch-instantiate-templates: the header's templates that its own code uses are instantiated
+# once, in the PCH, instead of at the end of every file (0.08 s of a chapter file's 0.63 s).
 EMU_PCH_DIR  := $(EMU_BUILD)/pch
 EMU_PCH      := $(EMU_PCH_DIR)/cuda_runtime.h.pch
 $(EMU_PCH): $(EMU_HEADERS) emu/emu.mk
 	@mkdir -p $(@D)
-	$(EMU_CXX) $(filter-out -include cuda_runtime.h,$(EMU_CXXFLAGS)) -x c++-header -o $@.tmp emu/include/cuda_runtime.h
+	$(EMU_CXX) $(filter-out -include cuda_runtime.h,$(EMU_CXXFLAGS)) -fpch-instantiate-templates -x c++-header -o $@.tmp emu/include/cuda_runtime.h
 	mv -f $@.tmp $@
 EMU_PCH_CXXFLAGS := $(subst -include cuda_runtime.h,-include-pch $(abspath $(EMU_PCH)),$(EMU_CXXFLAGS))
 endif

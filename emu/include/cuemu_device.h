@@ -586,6 +586,24 @@ struct cluster_reg {
     { cuemu_cluster_dims_register(f, x, y, z); }
 };
 
+/* A launch's copy of its arguments, and the call of the kernel with them: what std::tuple and
+   std::apply did, for a fraction of the compile time (each launch site instantiates its own:
+   they were half the front end's time on a chapter's file). */
+template <size_t I, class T> struct arg_slot {
+    T v;
+    template <class U> explicit arg_slot(U &&u) : v(std::forward<U>(u)) {}
+};
+template <class Idx, class... T> struct args_of;
+template <size_t... I, class... T>
+struct args_of<std::index_sequence<I...>, T...> : arg_slot<I, T>... {
+    template <class... U>
+    explicit args_of(std::in_place_t, U &&...u) : arg_slot<I, T>(std::forward<U>(u))... {}
+    template <class F> void call(F &f) { f(static_cast<arg_slot<I, T> &>(*this).v...); }
+    template <class F> void each(F &&f) const
+    { (f(static_cast<const arg_slot<I, T> &>(*this).v), ...); }
+};
+template <class... T> using args = args_of<std::index_sequence_for<T...>, T...>;
+
 /* What a queued launch keeps until it runs: the kernel body and the copied arguments. */
 template <class Body, class Tup> struct launch_ctx {
     Body body;
@@ -595,12 +613,12 @@ template <class Body, class Tup> static void run_thread(void *p)
 {
     launch_ctx<Body, Tup> *c = static_cast<launch_ctx<Body, Tup> *>(p);
     /* the kernel's by-value parameters are this thread's own copies (kernels cannot take
-       references), so the argument tuple is never written; this stack's copy of it is one the
+       references), so the argument copy is never written; this stack's copy of it is one the
        compiler knows to be aligned, so the alignment checks of each access to it go, and the
        threads that run here one after another (cuemu_thread_next) share it */
     Body body(c->body);
     Tup args(c->args);
-    do std::apply(body, args);
+    do args.call(body);
     while (cuemu_thread_next());
 }
 template <class Body, class Tup> static void free_ctx(void *p)
@@ -655,10 +673,11 @@ __attribute__((noinline)) CUEMU_HOST_FN static int launch(const cfg &c, const ch
     if (int e = cuemu_launch_prepare(&d)) return e;
     /* arguments are copied at the launch, as CUDA does; the copy lives until the queued
        launch has run */
-    typedef std::tuple<typename std::decay<A>::type...> Tup;
-    launch_ctx<Body, Tup> *ctx = new launch_ctx<Body, Tup>{body, Tup(std::forward<A>(a)...)};
+    typedef args<typename std::decay<A>::type...> Tup;
+    launch_ctx<Body, Tup> *ctx =
+        new launch_ctx<Body, Tup>{body, Tup(std::in_place, std::forward<A>(a)...)};
     int bad = 0, i = 0;
-    std::apply([&](const auto &...v) { ((bad |= check_arg(&d, i++, v, writable, vol)), ...); }, ctx->args);
+    ctx->args.each([&](const auto &v) { bad |= check_arg(&d, i++, v, writable, vol); });
     if (bad) {
         delete ctx;
         cuemu_launch_refuse(&d);
