@@ -43,9 +43,23 @@ EMU_CXX      := $(EMU_CXX)
 # each chapter in one) asks nothing again, which keeps an unchanged `make check` quick.
 EMU_CXX_MIN_gcc   := 11
 EMU_CXX_MIN_clang  = $(if $(EMU_CXX_ARM),17,14)
-emu_cxx_ask = $(eval export TUT_EMU_CXX_ASKED := $(EMU_CXX))$(eval \
+# The answer is kept in $(BUILD)/emu-cxx-id with what it was asked of: the command, and the
+# path, date and size of each program it names. A make whose compiler has not changed reads it
+# there in a few milliseconds instead of running the compiler (50 to 100 ms of every `make
+# check`); a make before the build folder exists asks, and writes nothing.
+EMU_CXX_ID_FILE := $(BUILD)/emu-cxx-id
+emu_cxx_key = $(subst $(eval) ,+,$(EMU_CXX))@$(shell for w in $(EMU_CXX); do p=$$(command -v "$$w" 2>/dev/null) && stat -L -c '%n:%Y:%s' "$$p"; done 2>/dev/null | tr -d ' \n')
+emu_cxx_ask_compiler = $(eval \
   export TUT_EMU_CXX_ID := $(shell printf '\043ifdef __clang__\nclang __clang_major__\n\043else\ngcc __GNUC__\n\043endif\n\043ifdef __aarch64__\naarch64\n\043endif\n' | $(EMU_CXX) -x c++ -E -P - 2>/dev/null))$(eval \
-  export TUT_EMU_CXX_DIR := $(shell dirname "$$(readlink -f "$$(command -v $(firstword $(EMU_CXX)))")" 2>/dev/null))
+  export TUT_EMU_CXX_DIR := $(shell dirname "$$(readlink -f "$$(command -v $(firstword $(EMU_CXX)))")" 2>/dev/null))$(if \
+  $(and $(TUT_EMU_CXX_ID),$(TUT_EMU_CXX_DIR),$(wildcard $(BUILD)/.)),$(shell printf '%s %s %s\n' \
+  '$(EMU_CXX_KEY)' '$(TUT_EMU_CXX_DIR)' '$(TUT_EMU_CXX_ID)' > '$(EMU_CXX_ID_FILE).'$$$$ && \
+  mv -f '$(EMU_CXX_ID_FILE).'$$$$ '$(EMU_CXX_ID_FILE)'))
+emu_cxx_ask = $(eval export TUT_EMU_CXX_ASKED := $(EMU_CXX))$(eval EMU_CXX_KEY := $(emu_cxx_key))$(eval \
+  EMU_CXX_SAVED := $(if $(wildcard $(EMU_CXX_ID_FILE)),$(file < $(EMU_CXX_ID_FILE))))$(if \
+  $(and $(word 3,$(EMU_CXX_SAVED)),$(if $(subst $(EMU_CXX_KEY),,$(firstword $(EMU_CXX_SAVED))),,y)),$(eval \
+  export TUT_EMU_CXX_DIR := $(word 2,$(EMU_CXX_SAVED)))$(eval \
+  export TUT_EMU_CXX_ID := $(wordlist 3,9,$(EMU_CXX_SAVED))),$(emu_cxx_ask_compiler))
 ifneq ($(TUT_EMU_CXX_ASKED) $(origin TUT_EMU_CXX_DIR),$(EMU_CXX) environment)
   $(call emu_cxx_ask)
 endif
