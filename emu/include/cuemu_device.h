@@ -54,6 +54,14 @@
 #else
 #define CUEMU_HOST_FN
 #endif
+/* The emulator's own device-side bookkeeping (<cuda/barrier>): no load/store hooks, and out of
+   line, so that a kernel's hooks do not reach it by inlining either. What it reads of the
+   program's memory it reads through a function that keeps them. */
+#if defined(__clang__)
+#define CUEMU_NO_HOOKS __attribute__((noinline, no_sanitize("coverage")))
+#else
+#define CUEMU_NO_HOOKS
+#endif
 #define __launch_bounds__(...)
 /* sm_90 thread block clusters: the rewriter registers a kernel's __cluster_dims__(x, y, z) after
    its definition (cuemu::cluster_reg below); the attribute itself is then nothing. A template

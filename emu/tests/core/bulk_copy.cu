@@ -6,7 +6,8 @@
  * emulator a copy lands when its barrier's phase ends, so a read without the wait reads the
  * poison; a phase that cannot end (more bytes expected than copied) is a reported deadlock; a
  * misaligned bulk copy is cudaErrorMisalignedAddress, one past the end of its destination
- * array cudaErrorIllegalAddress; the encoder names the rule a map breaks.
+ * array or its source's allocation cudaErrorIllegalAddress; the encoder names the rule a map
+ * breaks.
  */
 #include <cooperative_groups.h>
 #include <cuda/barrier>
@@ -219,6 +220,16 @@ int main()
     EXPECT(cudaDeviceSynchronize() == cudaErrorIllegalAddress);
     EXPECT_DIAG("cuda::memcpy_async: the copy's 80 bytes at byte 0 of __shared__ 'tile' run 16 "
                 "bytes past its end (64 bytes)");
+    CUDA_OK(cudaDeviceReset());
+
+    /* a bulk copy whose source runs 48 floats past the end of its allocation: read as the
+       kernel's own loads are, the first load past the end stops the launch */
+    CUDA_OK(cudaMalloc(&d_in, n * sizeof(float)));
+    CUDA_OK(cudaMalloc(&d_out, n * sizeof(float)));
+    cuemuClearDiagnostic();
+    stage_kernel<<<1, 32>>>(d_in + n - 16, d_out, 2, 1, 0);
+    EXPECT(cudaDeviceSynchronize() == cudaErrorIllegalAddress);
+    EXPECT_DIAG("out-of-bounds read of global memory in kernel stage_kernel");
     CUDA_OK(cudaDeviceReset());
 
     /* a bulk copy from 4 bytes past a 16-byte boundary */
