@@ -70,8 +70,10 @@ struct cuemu_worker {
     uintptr_t miss[CUEMU_MISSES];
     unsigned miss_next;
     int armed;                       /* a launch runs on this host thread */
-    /* the barrier split (cuemu_split.h; sched.c's co_run): co[linear] is a thread's coroutine
-       frame and barrier while it waits (its phase == co_phase); co_waiting threads wait in
+    /* the barrier split (cuemu_split.h; sched.c's co_run): co[pos] is the coroutine frame
+       and barrier of the thread at order position pos while it waits (its phase ==
+       co_phase: co_run resumes them by position, with no thread to load first); co_waiting
+       threads wait in
        this phase, co_count of them with a true predicate, at co_file:co_line (co_sites: 1 when
        some wait elsewhere, or at the same line of a file spelled apart) */
     struct cuemu_co_slot *co;

@@ -81,7 +81,7 @@ HOOK_INLINE int cuemu_thread_next(void)
 HOOK_INLINE void cuemu_co_wait(void *frame, int pred, const char *file, int line)
 {
     struct cuemu_worker *w = CUEMU_W;
-    struct cuemu_co_slot *s = &w->co[w->pub.cur->linear];
+    struct cuemu_co_slot *s = &w->co[w->pub.cur->pos];
     s->frame = frame;
     s->file = file;
     s->line = line;

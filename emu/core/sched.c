@@ -772,7 +772,7 @@ static int co_stuck(void)
     struct cuemu_worker *w = &SW->w;
     for (int i = 0; i < g_n; i++) {
         cthread *t = &g_th[i];
-        const struct cuemu_co_slot *c = &w->co[i];
+        const struct cuemu_co_slot *c = &w->co[t->pos];
         t->gen = g_gen;
         if (c->phase == w->co_phase) {
             t->state = T_BAR;
@@ -802,7 +802,7 @@ static int co_run(void)
         w->co_active = 1;
         for (int p = 0; p < g_n; p++) {
             cuemu_thread_pub *u = cuemu_order_pub[p];
-            void *f = w->co[u->linear].frame;
+            void *f = w->co[p].frame;   /* by position: no wait for u to load */
             w->pub.cur = u;
             w->pub.tidx = u->idx;
             /* a coroutine frame starts with its resume function (the ABI clang and g++ share:
@@ -1742,6 +1742,7 @@ static void order_fill(unsigned long long block_linear)
     }
     for (int i = 0; i < g_n; i++) {
         g_th[g_order[i]].pos = i;
+        g_th[g_order[i]].pub.pos = (unsigned)i;
         cuemu_order_pub[i] = &g_th[g_order[i]].pub;
     }
 }
