@@ -5,7 +5,8 @@ usage: split_plan.py CUEMU_REWRITE
 A kernel is split only when it waits with __syncthreads (and _count, _and, _or) or a
 cooperative-groups thread_block's sync, in its own body; anything else that waits, in the body
 or in a function or macro of the file it calls (directly or not), keeps it on fibers, where
-every wait works. The coroutine takes the kernel's parameters as its own, or captures them
+every wait works; so does a local array (it would live in the coroutine's frame). The
+coroutine takes the kernel's parameters as its own, or captures them
 when one has no name. A split the core cannot run is refused at run time (emu/tests/core/split.cu),
 but a kernel this file's own code makes unsplittable must never get there.
 
@@ -46,6 +47,10 @@ __global__ void keep_cg_call(float *p) { cg::this_thread_block().sync(); }
 __global__ void keep_asm(float *p) { __syncthreads(); asm volatile("bar.sync 0;"); }
 __global__ void keep_sleep(float *p) { __syncthreads(); __nanosleep(100); }
 __global__ void keep_no_barrier(float *p) { p[threadIdx.x] = plain(1); }
+__global__ void keep_local_array(float *p) { float acc[4] = {0, 0, 0, 0}; __syncthreads();
+    for (int i = 0; i < 4; i++) acc[i] += p[i]; __syncthreads(); p[0] = acc[0] + acc[3]; }
+__global__ void split_indexing(float *p) { __shared__ float s[32]; s[threadIdx.x] = p[0];
+    __syncthreads(); if (threadIdx.x) p[threadIdx.x] = s[31 - threadIdx.x]; else return; }
 '''
 
 # (line, marked as host code?)
