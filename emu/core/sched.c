@@ -97,12 +97,13 @@ void cuemu_ctx_start(void) CUEMU_HIDDEN;
 /* ---- state ------------------------------------------------------------------------------ */
 enum { T_RUN = 0, T_BAR, T_WARP, T_DONE };
 
-/* What a barrier reads of a thread it hands over to (pub, sp, state, pos, gen, bphase) comes
-   first, in one cache line: a block's waiting threads outgrow the first-level cache. */
+/* What a barrier reads of a thread it hands over to (pub, with its order position pos; sp,
+   state, gen, bphase) comes first, in one cache line: a block's waiting threads outgrow the
+   first-level cache. */
 typedef struct cthread {
     cuemu_thread_pub pub;            /* first: cuemu_cur points here */
     void       *sp;
-    int         state, pos;
+    int         state;
     unsigned    gen;                 /* == g_gen once started in the current block */
     unsigned    bphase;              /* T_BAR: the g_bar_phase it waits in */
     const char *file;                /* where it waits */
@@ -526,7 +527,7 @@ static cthread *pick(int start)
    the scheduler, which then knows the block is finished or stuck. */
 static void yield_from(cthread *t)
 {
-    cthread *u = pick(t->pos + 1 >= g_n ? 0 : t->pos + 1);
+    cthread *u = pick(t->pub.pos + 1 >= g_n ? 0 : t->pub.pos + 1);
     if (u == t) return;
     switch_to(t, u);
 }
@@ -591,9 +592,9 @@ static void fiber_main(void *arg)
         if (w->arrived) warp_recheck(w, t->pub.warp);
         cthread *u;
         if (!g_any_blocked)
-            u = t->pos + 1 < g_n ? &g_th[g_order[t->pos + 1]] : NULL;
+            u = t->pub.pos + 1 < g_n ? &g_th[g_order[t->pub.pos + 1]] : NULL;
         else
-            u = pick(t->pos + 1 >= g_n ? 0 : t->pos + 1);
+            u = pick(t->pub.pos + 1 >= g_n ? 0 : t->pub.pos + 1);
         if (u && !STARTED(u) && !CUEMU_TSAN_ON) {
             /* the next thread has not started: run it right here, on this stack, with no
                switch at all (a kernel without barriers runs every thread on one stack) */
@@ -658,14 +659,14 @@ static inline __attribute__((always_inline)) void switch_quick(cthread *from, ct
    search (pick) and the general switch. */
 static inline __attribute__((always_inline)) void yield_quick(cthread *t)
 {
-    if (QUICK_SWITCH && t->pos + 1 < g_n) {
-        cthread *u = ORDER_TH(t->pos + 1);
+    if (QUICK_SWITCH && t->pub.pos + 1 < g_n) {
+        cthread *u = ORDER_TH(t->pub.pos + 1);
         if (u->gen == g_gen && RUNNABLE(u)) {
             /* a block's waiting threads do not fit in the first-level cache: the ones that
                follow are fetched while this one runs (their record, then their stack's top) */
-            if (t->pos + 3 < g_n) __builtin_prefetch(ORDER_TH(t->pos + 3));
-            if (t->pos + 2 < g_n) {
-                const char *sp = (const char *)ORDER_TH(t->pos + 2)->sp;
+            if (t->pub.pos + 3 < g_n) __builtin_prefetch(ORDER_TH(t->pub.pos + 3));
+            if (t->pub.pos + 2 < g_n) {
+                const char *sp = (const char *)ORDER_TH(t->pub.pos + 2)->sp;
                 for (int k = 0; k < 320; k += 64) __builtin_prefetch(sp + k);
             }
             switch_quick(t, u);
@@ -772,7 +773,7 @@ static int co_stuck(void)
     struct cuemu_worker *w = &SW->w;
     for (int i = 0; i < g_n; i++) {
         cthread *t = &g_th[i];
-        const struct cuemu_co_slot *c = &w->co[t->pos];
+        const struct cuemu_co_slot *c = &w->co[t->pub.pos];
         t->gen = g_gen;
         if (c->phase == w->co_phase) {
             t->state = T_BAR;
@@ -1741,8 +1742,7 @@ static void order_fill(unsigned long long block_linear)
         }
     }
     for (int i = 0; i < g_n; i++) {
-        g_th[g_order[i]].pos = i;
-        g_th[g_order[i]].pub.pos = (unsigned)i;
+        g_th[g_order[i]].pub.pos = i;
         cuemu_order_pub[i] = &g_th[g_order[i]].pub;
     }
 }

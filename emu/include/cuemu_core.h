@@ -36,7 +36,7 @@ typedef struct cuemu_thread_pub {
     unsigned int linear;       /* x + y*bx + z*bx*by                         */
     unsigned int lane;         /* linear % 32                                */
     unsigned int warp;         /* linear / 32                                */
-    unsigned int pos;          /* where the block's thread order runs it (the core's) */
+    int pos;                   /* where the block's thread order runs it (the core's) */
 } cuemu_thread_pub;
 
 /* What kernel code reads of the host thread it runs on. A launch may spread its blocks over
