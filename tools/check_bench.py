@@ -5,8 +5,9 @@ For each chapter, in a private copy of the course (tools/scratch_tree.py) with t
 exercises solved (so every test runs): the median of the runs of `make check CH=NN` with nothing
 changed, and, for each of the chapter's exercise files, the median of REPS runs after a one-line
 edit of it (the rebuild included), on the backend in use; the slowest file's is the chapter's
-figure (a student waits for the file their exercise is in). Printed next to the targets; RECORD=1 also records them, with the date,
-the machine and its load, through tools/figures.py (docs/figures/).
+figure (a student waits for the file their exercise is in). Printed next to the targets;
+RECORD=1 also records them, with the date, the machine and its load, through tools/figures.py
+(docs/figures/).
 
     python3 tools/check_bench.py [--reps 5] [--chapters 01,05] [--backend cpu|gpu] [--record]
 """
@@ -115,8 +116,7 @@ def main():
                 edited[f.name].append(s)
         a = statistics.median(same)
         per_file = {name: statistics.median(t) for name, t in edited.items()}
-        worst = max(per_file, key=per_file.get)
-        b = per_file[worst]
+        b = max(per_file.values())
         flag = "" if a <= same_t and b <= edit_t else "   OVER"
         if flag:
             over.append(ch[:2])

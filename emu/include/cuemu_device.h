@@ -636,8 +636,9 @@ template <class Body, class Tup> static void free_ctx(void *p)
 
 /* writable, vol: the kernel's parameter masks (kfunc), or ~0u and 0 when the kernel's type is
    unknown (then the argument's own type decides) */
-template <class T> CUEMU_HOST_FN static inline int check_arg(cuemu_launch_desc *d, int i, const T &v,
-                                               unsigned writable, unsigned vol)
+template <class T>
+CUEMU_HOST_FN static inline int check_arg(cuemu_launch_desc *d, int i, const T &v,
+                                          unsigned writable, unsigned vol)
 {
     if constexpr (std::is_pointer<T>::value && !std::is_function<
                       typename std::remove_pointer<T>::type>::value) {
