@@ -9,7 +9,8 @@ registration after the line that ends its definition, and the members gridDim an
 renamed cuemu_gridDim and cuemu_blockDim (the built-in variables are macros), and the barrier
 split's words in a kernel it splits (CUEMU_CO_BEGIN(parameters) after the body's `{`,
 CUEMU_CO_END(names) before its `}`, CUEMU_CO_RETURN for `return`, CUEMU_CO_SYNCTHREADS* for __syncthreads*, cg::sync(b) and
-b.sync()), and CUEMU_HOST_FN after an `extern "C"` that declares a host function. Then a file with an error after a multi-line launch must be reported by the
+b.sync()), CUEMU_HOST_FN after an `extern "C"` that declares a host function, and a comment
+for a `#pragma unroll` with no count (left to the host compiler). Then a file with an error after a multi-line launch must be reported by the
 compiler at the .cu file's own line.
 """
 import glob
@@ -45,6 +46,9 @@ def drop_call(text, head, keep):
     return text[:k] + keep + rest
 
 
+PRAGMA_UNROLL = "/* #pragma unroll: the host compiler's choice here (cuemu-rewrite) */"
+
+
 def in_place(a, b):
     """b is line a with only the in-place additions (see the module's docstring)."""
     reg = " static ::cuemu::cluster_reg cuemu_cluster_reg_"
@@ -55,6 +59,7 @@ def in_place(a, b):
     b = drop_call(drop_call(b, "{ CUEMU_CO_BEGIN(", "{"), "CUEMU_CO_END(", "")
     b = b.replace("{ CUEMU_CO_BEGIN_CAPTURE", "{").replace("CUEMU_CO_END_CAPTURE }", "}")
     b = b.replace("CUEMU_CO_END0 }", "}").replace('extern "C" CUEMU_HOST_FN ', 'extern "C" ')
+    b = b.replace(PRAGMA_UNROLL, "#pragma unroll")
     b = re.sub(r"\bCUEMU_CO_RETURN\b", "return", b)
     b = re.sub(r"\bCUEMU_CO_SYNCTHREADS(_COUNT|_AND|_OR)?\b",
                lambda m: "__syncthreads" + (m.group(1) or "").lower(), b)

@@ -12,6 +12,9 @@ but a kernel this file's own code makes unsplittable must never get there.
 
 And which functions it marks as host code (CUEMU_HOST_FN, no load/store hooks): an `extern "C"`
 function that is neither __global__ nor __device__, and nothing else.
+
+And which `#pragma unroll` it leaves to the host compiler: one with no count, on a line of its
+own, and nothing else (a count is the program's choice; a string or a comment is not a pragma).
 """
 import os
 import re
@@ -67,6 +70,32 @@ HOST_CASES = [
     ('#define API extern "C" int', False),
 ]
 
+# (line, `#pragma unroll` left as written?)
+PRAGMA_CASES = [
+    ('#pragma unroll', False),
+    ('  #pragma   unroll  ', False),
+    ('#pragma unroll // 8 iterations', False),
+    ('#pragma unroll 4', True),
+    ('#pragma unroll(2)', True),
+    ('#pragma unrolled', True),
+    ('const char *s = "#pragma unroll";', True),
+    ('// #pragma unroll', True),
+    ('int x = 1; #pragma unroll', True),
+]
+
+
+def pragma_kept(tool, tmp):
+    cu, out = os.path.join(tmp, "pragma.cu"), os.path.join(tmp, "pragma.cpp")
+    with open(cu, "w") as f:
+        f.write("\n".join(line for line, _ in PRAGMA_CASES) + "\n")
+    subprocess.run([tool, cu, out], check=True)
+    got = open(out).read().split("\n")[1:]
+    errors = [f"`{line}` {'changed' if keep else 'kept'}, want the opposite: {got[i]}"
+              for i, (line, keep) in enumerate(PRAGMA_CASES) if (got[i] == line) != keep]
+    if len(got) != len(PRAGMA_CASES) + 1:
+        errors.append(f"the lines moved: {len(got) - 1} lines for {len(PRAGMA_CASES)}")
+    return errors
+
 
 def host_marks(tool, tmp):
     cu, out = os.path.join(tmp, "host.cu"), os.path.join(tmp, "host.cpp")
@@ -86,7 +115,7 @@ def main():
             f.write(CASES)
         subprocess.run([tool, cu, out], check=True)
         text = open(out).read()
-        errors = host_marks(tool, tmp)
+        errors = host_marks(tool, tmp) + pragma_kept(tool, tmp)
     for m in re.finditer(r"__global__ void (\w+)\(", CASES):
         name = m.group(1)
         start = text.index(f"__global__ void {name}(")
