@@ -380,14 +380,16 @@ static void zone_hit(const zone *z, uintptr_t a, int write, void *pc)
 /* ---- the check --------------------------------------------------------------------------------- */
 /* The shadow word s of region r, of which an access by this thread covers the bytes in mask.
    Inlined with a constant mask for the common whole-word access. */
-static inline __attribute__((always_inline)) void word_access(region *r, shadow *s, uint8_t mask,
+static inline __attribute__((always_inline)) void word_access(struct cuemu_worker *w, region *r,
+                                                              shadow *s, uint8_t mask,
                                                               const char *a, int write, void *pc)
 {
-    const uint32_t ep = g_epoch;
+    const uint32_t ep = w->fast.epoch;
     /* the common read of a shared tile: nothing to report and nothing to record */
     if (!write && s->quiet == ep) return;
-    const int me = (int)cuemu_cur->linear;
-    const uint32_t wep = g_wep[cuemu_cur->warp < 32 ? cuemu_cur->warp : 31];
+    const cuemu_thread_pub *cur = w->pub.cur;
+    const int me = (int)cur->linear;
+    const uint32_t wep = w->wep[cur->warp < 32 ? cur->warp : 31];
     /* a conflicting earlier access: same barrier epoch, other thread, overlapping bytes,
        and, for a thread of the same warp, no warp rendezvous since */
 #define UNORDERED(tid, e, wp) ((e) == ep && (tid) != me && \
@@ -420,50 +422,52 @@ static inline __attribute__((always_inline)) void word_access(region *r, shadow 
 }
 
 /* Any access: each word it touches, with the bytes of that word it covers. */
-static __attribute__((noinline)) void shared_access(region *r, const char *a, unsigned size,
-                                                    int write, void *pc)
+static __attribute__((noinline)) void shared_access(struct cuemu_worker *w, region *r,
+                                                    const char *a, unsigned size, int write,
+                                                    void *pc)
 {
     size_t off = (size_t)(a - r->lo);
-    for (size_t w = off / 4; w * 4 < off + size && w * 4 < r->n; w++) {
-        /* the bytes of this word the access covers */
-        size_t b0 = w * 4 > off ? 0 : off - w * 4;
-        size_t b1 = (w + 1) * 4 < off + size ? 4 : off + size - w * 4;
+    for (size_t k = off / 4; k * 4 < off + size && k * 4 < r->n; k++) {
+        /* the bytes of word k the access covers */
+        size_t b0 = k * 4 > off ? 0 : off - k * 4;
+        size_t b1 = (k + 1) * 4 < off + size ? 4 : off + size - k * 4;
         uint8_t mask = (uint8_t)(((1u << b1) - 1) & ~((1u << b0) - 1));
-        word_access(r, &r->sh[w], mask, a, write, pc);
+        word_access(w, r, &r->sh[k], mask, a, write, pc);
     }
 }
 
-static __attribute__((noinline)) region *find_region_slow(uintptr_t a)
+static __attribute__((noinline)) region *find_region_slow(struct cuemu_worker *w, uintptr_t a)
 {
-    for (int i = 0; i < g_nreg; i++)
-        if (a - (uintptr_t)g_reg[i].lo < g_reg[i].n) return &g_reg[i];
+    for (int i = 0; i < w->nreg; i++)
+        if (a - (uintptr_t)w->reg[i].lo < w->reg[i].n) return &w->reg[i];
     return NULL;
 }
 
 /* The region holding address a, or NULL: the regions found last tried first, the latest
    first (a kernel's accesses mostly go to a few arrays: a tiled matmul's two tiles, a merge
    sort's eight). */
-static inline region *find_region(uintptr_t a)
+static inline region *find_region(struct cuemu_worker *w, uintptr_t a)
 {
-    if (a - g_lo >= g_hi - g_lo) return NULL;
-    region *r = g_hit[0];
+    region **hit = w->fast.hit;
+    if (a - w->lo >= w->hi - w->lo) return NULL;
+    region *r = hit[0];
     if (a - (uintptr_t)r->lo < r->n) return r;
     int i = 1;
     for (; i < CUEMU_HITS; i++) {
-        r = g_hit[i];
+        r = hit[i];
         if (a - (uintptr_t)r->lo < r->n) break;
     }
     if (i == CUEMU_HITS) {
         for (int k = 0; k < MISSES; k++)
-            if (g_miss[k] == a) return NULL;
-        if (!(r = find_region_slow(a))) {
-            g_miss[g_miss_next++ % MISSES] = a;
+            if (w->miss[k] == a) return NULL;
+        if (!(r = find_region_slow(w, a))) {
+            w->miss[w->miss_next++ % MISSES] = a;
             return NULL;
         }
         i = CUEMU_HITS - 1;
     }
-    for (; i > 0; i--) g_hit[i] = g_hit[i - 1];
-    g_hit[0] = r;
+    for (; i > 0; i--) hit[i] = hit[i - 1];
+    hit[0] = r;
     return r;
 }
 
@@ -471,26 +475,29 @@ static inline region *find_region(uintptr_t a)
    code address of the access (the return address of the hook, or of the call here). */
 __attribute__((noinline)) void cuemu_access_slow(const void *addr, unsigned size, int write, void *pc)
 {
-    if (!cuemu_cur) return;
+    /* the record read once: each use of cuemu_w in this file is a call of __tls_get_addr
+       (dynamic TLS of a library that Python loads), four or more per shared access before */
+    struct cuemu_worker *w = CUEMU_W;
+    if (!w->pub.cur) return;
     uintptr_t a = (uintptr_t)addr;
-    region *r = find_region(a);
+    region *r = find_region(w, a);
     if (r) {
-        if (g_race_on && !cuemu_atomic_depth) {
+        if (g_race_on && !w->pub.atomic_depth) {
             size_t off = (size_t)(a - (uintptr_t)r->lo);
             /* whole aligned words inside the region (every float, int, double, float4 access
                of a correct kernel) */
             if (!(off & 3) && size >= 4 && off + size <= r->n) {
                 shadow *s = &r->sh[off / 4];
-                word_access(r, s, 0xF, (const char *)addr, write, pc);
+                word_access(w, r, s, 0xF, (const char *)addr, write, pc);
                 if (size >= 8) {
-                    word_access(r, s + 1, 0xF, (const char *)addr, write, pc);
+                    word_access(w, r, s + 1, 0xF, (const char *)addr, write, pc);
                     if (size == 16) {
-                        word_access(r, s + 2, 0xF, (const char *)addr, write, pc);
-                        word_access(r, s + 3, 0xF, (const char *)addr, write, pc);
+                        word_access(w, r, s + 2, 0xF, (const char *)addr, write, pc);
+                        word_access(w, r, s + 3, 0xF, (const char *)addr, write, pc);
                     }
                 }
             } else {
-                shared_access(r, (const char *)addr, size, write, pc);
+                shared_access(w, r, (const char *)addr, size, write, pc);
             }
         }
     } else if (a + size > g_zlo && a < g_zhi) {
