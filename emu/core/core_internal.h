@@ -108,7 +108,17 @@ static inline __attribute__((always_inline)) struct cuemu_worker *cuemu_w_fixed(
 #endif
     return p;
 }
+#if defined(__PIC__) && !defined(CUEMU_HOOKS_LTO) && defined(__x86_64__)
+/* In a shared library (a chapter's, which Python loads) the TLS variable's address is a call
+   of __tls_get_addr, and gcc made that call again at each use instead of once per function:
+   17 times in the race detector's slow path, in every iteration of the scheduler's loops.
+   Here the same value comes from a call declared const, which the compiler makes once per
+   function and hoists out of loops (as above, it cannot change while the caller runs). */
+CUEMU_HIDDEN struct cuemu_worker *cuemu_w_call(void) __attribute__((const));
+#define CUEMU_W (cuemu_w_call())
+#else
 #define CUEMU_W (cuemu_w_fixed())
+#endif
 #define cuemu_fast (CUEMU_W->fast)
 /* The slow path: every check of one access (pc: its code address). */
 CUEMU_HIDDEN void cuemu_access_slow(const void *addr, unsigned size, int write, void *pc);

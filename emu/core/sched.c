@@ -236,7 +236,7 @@ static inline size_t dsm_cap_of(const sched_w *w) { return w->g_dsm_cap; }
 
 /* The running host thread's record, read once per function (cuemu_w_fixed): everywhere but in
    the two functions that set cuemu_w, at the end of this file, and nothing they inline. */
-#define SW ((sched_w *)cuemu_w_fixed())
+#define SW ((sched_w *)CUEMU_W)
 #undef cuemu_cur
 #undef cuemu_tidx
 #undef cuemu_block_idx
@@ -2484,6 +2484,12 @@ static int cluster_fault(sbuf *b, const char *a, const char *what, const char *w
     }
     return 0;
 }
+
+#if defined(__PIC__) && !defined(CUEMU_HOOKS_LTO) && defined(__x86_64__)
+/* CUEMU_W's call (core_internal.h): kept out of line, or the compiler would see the asm and
+   no longer the const call it may make once. */
+__attribute__((noinline)) struct cuemu_worker *cuemu_w_call(void) { return cuemu_w_fixed(); }
+#endif
 
 /* From here on cuemu_w changes: it is read as memory, in order with its stores. What these
    functions call with a fixed read (worker_setup, worker_run, order_parse) is not inlined. */
