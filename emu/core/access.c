@@ -307,8 +307,18 @@ static void misaligned(struct ubsan_mismatch *d, uintptr_t p)
     cuemu_launch_abort(E_MISALIGNED, 1, msg);
 }
 
-void __ubsan_handle_type_mismatch_v1(struct ubsan_mismatch *d, uintptr_t p) { misaligned(d, p); }
-void __ubsan_handle_type_mismatch_v1_abort(struct ubsan_mismatch *d, uintptr_t p) { misaligned(d, p); }
+/* Weak: a sanitizer build (make EMU_SANITIZE=thread or address, whose files are compiled
+   without the alignment check) links clang's sanitizer runtime, which has its own, and the
+   link failed on the second definition. */
+__attribute__((weak)) void __ubsan_handle_type_mismatch_v1(struct ubsan_mismatch *d, uintptr_t p)
+{
+    misaligned(d, p);
+}
+__attribute__((weak)) void __ubsan_handle_type_mismatch_v1_abort(struct ubsan_mismatch *d,
+                                                                 uintptr_t p)
+{
+    misaligned(d, p);
+}
 
 /* ---- no-access zones (the Python harness's guard zones around a DeviceBuffer) --------------------- */
 typedef struct { uintptr_t lo, hi, buf_lo, buf_hi; } zone;

@@ -211,13 +211,14 @@ int cuemu_step_done(void *ucv)
 
 /* -fsanitize=integer-divide-by-zero's checks call these (emu/emu.mk adds it where the
    processor does not trap): the SIGFPE goes where x86-64's would, to the kernel's fault report
-   (sched.c) or, in host code, to the program's handler or the default action. */
-void __ubsan_handle_divrem_overflow(void *data, void *lhs, void *rhs)
+   (sched.c) or, in host code, to the program's handler or the default action. Weak, as the
+   alignment handlers in access.c: a sanitizer runtime has its own. */
+__attribute__((weak)) void __ubsan_handle_divrem_overflow(void *data, void *lhs, void *rhs)
 {
     (void)data; (void)lhs; (void)rhs;
     raise(SIGFPE);
 }
-void __ubsan_handle_divrem_overflow_abort(void *data, void *lhs, void *rhs)
+__attribute__((weak)) void __ubsan_handle_divrem_overflow_abort(void *data, void *lhs, void *rhs)
 {
     (void)data; (void)lhs; (void)rhs;
     raise(SIGFPE);

@@ -240,11 +240,11 @@ extern "C" void __tsan_release(void *addr);
 #define CUEMU_TSAN_REL(p) ((void)0)
 #endif
 /* The access checks (emu/core/access.c) see atomics' loads and stores too; the depth counter
-   tells them apart, and the empty asm keeps the optimiser from folding its ++ and --. The
-   counter is the emulator's, not the program's: it is changed by an instruction of its own,
-   which the load and store hooks do not see (as ++ and --, each was a load and a store with a
-   hook and an alignment check: four checked accesses more for every atomic, most of the
-   time of a shared-memory histogram). */
+   tells them apart. The counter is the emulator's, not the program's: it is changed by an
+   instruction of its own, which the load and store hooks do not see (as ++ and --, each was a
+   load and a store with a hook and an alignment check: four checked accesses more for every
+   atomic, most of the time of a shared-memory histogram); a volatile asm with a memory
+   clobber, so that the atomic's own access stays between the two changes. */
 #define CUEMU_ACCESS_FENCE() __asm__ __volatile__("" ::: "memory")
 static inline __attribute__((always_inline)) void cuemu_atomic_depth_add(int d)
 {
