@@ -17,6 +17,19 @@
 #include <unistd.h>
 #endif
 
+/* A sanitizer build (make emu-tests EMU_SANITIZE=address or thread) runs every launch on one
+   host thread (threads_for in emu/core/sched.c): nothing there can wait for another one. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define ONE_HOST_THREAD 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define ONE_HOST_THREAD 1
+#endif
+#endif
+#ifndef ONE_HOST_THREAD
+#define ONE_HOST_THREAD 0
+#endif
+
 constexpr int kBlocks = 64, kThreads = 128, kN = kBlocks * kThreads;   // enough work to spread
 constexpr int kBadA = 21, kBadB = 42;                                  // the blocks with the bug
 
@@ -219,7 +232,8 @@ int main()
         for (int rep = 0; rep < 4; rep++) {
             CUDA_OK(cudaMemset(first, 0, sizeof *first));
             CUDA_OK(cudaMemset(other, 0, sizeof *other));
-            who_kernel<<<kBlocks, kThreads>>>(tid, fsum, count, t > 1, first, other);
+            who_kernel<<<kBlocks, kThreads>>>(tid, fsum, count, t > 1 && !ONE_HOST_THREAD, first,
+                                              other);
         }
         CUDA_OK(cudaDeviceSynchronize());
         EXPECT_EQ_INT(*count, 4 * kN);
@@ -232,7 +246,7 @@ int main()
             for (int j = 0; j < i; j++) seen = seen || h[j] == h[i];
             distinct += !seen;
         }
-        if (t == 1) EXPECT_EQ_INT(distinct, 1);
+        if (t == 1 || ONE_HOST_THREAD) EXPECT_EQ_INT(distinct, 1);
         else EXPECT(distinct >= 2 && distinct <= t);
         cudaFree(tid);
         cudaFree(fsum);
