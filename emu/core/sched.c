@@ -234,7 +234,7 @@ static inline size_t dsm_size_of(const sched_w *w) { return w->g_dsm_size; }
 static inline char *dsm_region_of(const sched_w *w) { return w->g_dsm_region; }
 static inline size_t dsm_cap_of(const sched_w *w) { return w->g_dsm_cap; }
 
-/* The running host thread's record, read once per function (cuemu_w_fixed): everywhere but in
+/* The running host thread's record, read once per function (CUEMU_W): everywhere but in
    the two functions that set cuemu_w, at the end of this file, and nothing they inline. */
 #define SW ((sched_w *)CUEMU_W)
 #undef cuemu_cur

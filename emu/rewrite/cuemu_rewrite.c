@@ -988,11 +988,8 @@ static size_t decl_end(size_t from)
     return semi;
 }
 
-/* `extern "C"` starting at `ext`, declaring a function that is neither __global__ nor
-   __device__: host code (a library's entry points, which ctypes calls). Returns the position
-   after the "C", where CUEMU_HOST_FN goes (cuemu_device.h: no load/store hooks there), or 0. */
-/* A `#pragma unroll` with no count at i (the '#'): the end of the word unroll, else 0. It asks nvcc to
-   unroll a loop fully, for a GPU's registers; the emulator leaves the choice to the host
+/* A `#pragma unroll` with no count at i (the '#'): the end of the word unroll, else 0. It asks
+   nvcc to unroll a loop fully, for a GPU's registers; the emulator leaves the choice to the host
    compiler, which unrolls what pays on a CPU. Forced, chapter 04's 8x8 register tile became
    one unrolled loop nest with a checked access at each of its 32 float4 reads, and its file's
    compile took 1.81 s where it takes 0.71 s now; its tests ran 2.0-2.1 s before and 2.2 s
@@ -1013,6 +1010,9 @@ static size_t pragma_unroll_at(size_t i)
     return end;
 }
 
+/* `extern "C"` starting at `ext`, declaring a function that is neither __global__ nor
+   __device__: host code (a library's entry points, which ctypes calls). Returns the position
+   after the "C", where CUEMU_HOST_FN goes (cuemu_device.h: no load/store hooks there), or 0. */
 static size_t host_function_at(size_t ext)
 {
     size_t j = ext + 6;

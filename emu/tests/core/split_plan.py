@@ -84,12 +84,17 @@ PRAGMA_CASES = [
 ]
 
 
-def pragma_kept(tool, tmp):
-    cu, out = os.path.join(tmp, "pragma.cu"), os.path.join(tmp, "pragma.cpp")
+def rewritten_lines(tool, tmp, name, text):
+    """The rewriter's output for text, as lines, without its first (the #line directive)."""
+    cu, out = os.path.join(tmp, name + ".cu"), os.path.join(tmp, name + ".cpp")
     with open(cu, "w") as f:
-        f.write("\n".join(line for line, _ in PRAGMA_CASES) + "\n")
+        f.write(text)
     subprocess.run([tool, cu, out], check=True)
-    got = open(out).read().split("\n")[1:]
+    return open(out).read().split("\n")[1:]
+
+
+def pragma_kept(tool, tmp):
+    got = rewritten_lines(tool, tmp, "pragma", "\n".join(l for l, _ in PRAGMA_CASES) + "\n")
     errors = [f"`{line}` {'changed' if keep else 'kept'}, want the opposite: {got[i]}"
               for i, (line, keep) in enumerate(PRAGMA_CASES) if (got[i] == line) != keep]
     if len(got) != len(PRAGMA_CASES) + 1:
@@ -98,11 +103,7 @@ def pragma_kept(tool, tmp):
 
 
 def host_marks(tool, tmp):
-    cu, out = os.path.join(tmp, "host.cu"), os.path.join(tmp, "host.cpp")
-    with open(cu, "w") as f:
-        f.write("\n".join(line for line, _ in HOST_CASES) + "\n}\n")
-    subprocess.run([tool, cu, out], check=True)
-    got = open(out).read().split("\n")[1:]
+    got = rewritten_lines(tool, tmp, "host", "\n".join(l for l, _ in HOST_CASES) + "\n}\n")
     return [f"{'not ' if want else ''}marked as host code, want the opposite: {got[i]}"
             for i, (_, want) in enumerate(HOST_CASES) if ("CUEMU_HOST_FN" in got[i]) != want]
 
@@ -110,11 +111,7 @@ def host_marks(tool, tmp):
 def main():
     tool = sys.argv[1]
     with tempfile.TemporaryDirectory() as tmp:
-        cu, out = os.path.join(tmp, "cases.cu"), os.path.join(tmp, "cases.cpp")
-        with open(cu, "w") as f:
-            f.write(CASES)
-        subprocess.run([tool, cu, out], check=True)
-        text = open(out).read()
+        text = "\n".join(rewritten_lines(tool, tmp, "cases", CASES))
         errors = host_marks(tool, tmp) + pragma_kept(tool, tmp)
     for m in re.finditer(r"__global__ void (\w+)\(", CASES):
         name = m.group(1)
