@@ -145,16 +145,6 @@ def test_vector_add(ctx):
 INT_MAX = 2**31 - 1
 
 
-def _count_ne(lib, base, n, word):
-    """(how many of the n uint32 words at device address base are not word, index of the
-    first): checked on the device, in milliseconds for 8 GiB, nothing copied to the host."""
-    out = (ctypes.c_ulonglong * 2)()
-    lib.bind("tut_count_ne_u32", [P, ctypes.c_size_t, ctypes.c_uint,
-                                  ctypes.POINTER(ctypes.c_ulonglong)])(
-        ctypes.c_void_p(base), n, word, out)
-    return out[0], out[1]
-
-
 def vector_add_int_max(ctx):
     """n = 2^31 - 1 with blocks of 1000: the last 352 threads have blockIdx.x * blockDim.x +
     threadIdx.x >= 2^31, which an `int i` turns negative, and `i < n` lets them through to write
@@ -182,11 +172,11 @@ def vector_add_int_max(ctx):
     with tut.DeviceBuffer(ctx.lib, nbytes) as d_x, tut.DeviceBuffer(ctx.lib, nbytes) as d_c:
         ctx.lib.memset(d_x.ptr, pattern, nbytes)
         c_api(ctx.lib).vector_add(d_x.ptr, d_x.ptr, d_c.ptr, n, block)
-        bad, first = _count_ne(ctx.lib, d_c.ptr.value, n, c_word)
+        bad, first = ctx.lib.count_ne_u32(d_c.ptr, n, c_word)
         if bad:
             raise AssertionError(f"{what}: {bad} wrong element(s) of c, the first c[{first}] "
                                  f"(an index that overflowed skips the last elements)")
-        bad, first = _count_ne(ctx.lib, d_x.ptr.value, n, x_word)
+        bad, first = ctx.lib.count_ne_u32(d_x.ptr, n, x_word)
         if bad:
             raise AssertionError(f"{what} wrote into its input a, {bad} word(s) from a[{first}] "
                                  f"on: an index computed in int, which overflowed to a "
