@@ -213,6 +213,35 @@ class Harness(unittest.TestCase):
             else:
                 os.environ["TUT_FULL"] = saved
 
+    def test_a_quick_check_on_a_gpu_leaves_the_large_sizes_out_and_says_so(self):
+        seen = []
+        ch = tut.Chapter(1, "01_x")
+        ch.exercise(1, "t")(lambda ctx: seen.append((ctx.large, ctx.sizes()[-1])))
+        ch.exercise(2, "u")(lambda ctx: None)   # never asks: nothing left out
+        libs = {b: type("Lib", (), {"backend": b, "mem_used": lambda self: 0,
+                                    "synchronize": lambda self: 0,
+                                    "diagnostic": lambda self: ""})() for b in ("gpu", "cpu")}
+        saved = os.environ.get("TUT_FULL")
+        try:
+            os.environ["TUT_FULL"] = "0"    # make check
+            quick = ch.run_test(ch.tests[0], libs["gpu"], seed=1)
+            self.assertEqual((quick["status"], quick.get("left_out")), ("PASS", "large sizes"))
+            self.assertNotIn("left_out", ch.run_test(ch.tests[1], libs["gpu"], seed=1))
+            cpu = ch.run_test(ch.tests[0], libs["cpu"], seed=1)   # never large there
+            self.assertNotIn("left_out", cpu)
+            os.environ["TUT_FULL"] = "1"    # make check FULL=1
+            self.assertNotIn("left_out", ch.run_test(ch.tests[0], libs["gpu"], seed=1))
+            self.assertEqual(seen, [(False, 999_983), (False, 999_983), (True, (1 << 22) + 7)])
+        finally:
+            if saved is None:
+                os.environ.pop("TUT_FULL", None)
+            else:
+                os.environ["TUT_FULL"] = saved
+        import summary
+        text = "\n".join(summary.closing_line([("01.1", quick)]))
+        self.assertIn("quick check on a GPU: 01.1 ran without their large sizes", text)
+        self.assertIn("make check FULL=1", text)
+
     def test_a_chapters_own_error_is_a_failure(self):
         def test(ctx):
             raise tut.LibraryError(-103, "TPOOL_ERR_DOUBLE_FREE", "already free", "x.cu:9")

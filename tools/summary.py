@@ -211,6 +211,11 @@ def closing_line(rows):
     if checks:
         ok = sum(r["status"] in ("PASS", "SKIP") for r in checks)
         parts.append(f"other checks: {ok} of {len(checks)} passing")
+    quick = sorted(r["id"] for _, r in rows if r.get("left_out"))
+    if quick:
+        shown = ", ".join(quick[:6]) + (f" and {len(quick) - 6} more" if len(quick) > 6 else "")
+        parts.append(f"quick check on a GPU: {shown} ran without their large sizes "
+                     f"(make check FULL=1 adds them; make test and grading always do)")
     return parts
 
 
