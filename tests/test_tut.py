@@ -59,6 +59,20 @@ class Compare(unittest.TestCase):
         self.assertIn("[1]: got 7.0, want 2.0", text)
         self.assertIn("never written", text)
 
+    def test_scale_shift_by_chunks_is_assert_close_of_the_whole_reference(self):
+        x = tut.random_f32(np.random.default_rng(3), 3 * (1 << 16) + 5)   # chunks and a tail
+        a, b = np.float32(1.5), np.float32(-0.25)
+        got = (x.astype(np.float64) * a + b).astype(np.float32)
+        tut.assert_scale_shift(got, x, a, b, name="s")
+        for i in (0, 1 << 16, x.size - 1):   # a chunk's first element, the tail's last
+            bad = got.copy()
+            bad[i] += 1.0
+            with self.assertRaises(AssertionError) as cm:
+                tut.assert_scale_shift(bad, x, a, b, name="s")
+            self.assertIn(f"[{i}]: got", str(cm.exception))
+        with self.assertRaises(AssertionError):
+            tut.assert_scale_shift(got[:-1], x, a, b)
+
     def test_nan_is_never_close(self):
         with self.assertRaises(AssertionError):
             tut.assert_close(np.float32([np.nan]), [np.nan])

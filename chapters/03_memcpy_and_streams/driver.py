@@ -402,7 +402,7 @@ def test_pinned_roundtrip(ctx):
                                      f"not register: undo only what you did")
     # A failure after both are registered: the cudaMalloc cannot fit. Both must come back
     # unregistered, h_out (registered last) as much as h_in.
-    with tut.device_ballast(lib, 96 * MiB if ctx.backend == "gpu" else 20 * MiB) as free:
+    with tut.device_ballast(lib, tut.ballast_budget(ctx.backend)) as free:
         h_in, h_out = page_aligned(int(free * 1.5)), page_aligned(int(free * 1.5))
         tut.expect_cuda_error(lib, "cudaErrorMemoryAllocation",
                               lambda: pinned_roundtrip(lib, h_in, h_out),
@@ -465,7 +465,7 @@ def test_pipeline(ctx):
         check_round_robin(lib, ctx.rng)
     # The point of it all: an array 2.5x larger than the device's free memory, through a
     # budget of three quarters of that free memory.
-    budget = 96 * MiB if ctx.backend == "gpu" else 20 * MiB
+    budget = tut.ballast_budget(ctx.backend)
     with tut.device_ballast(lib, budget) as free:
         nstreams = 3
         chunk = int(free * 0.75) // 4 // nstreams // 64 * 64
@@ -474,8 +474,7 @@ def test_pipeline(ctx):
         a, b = random_ab(ctx.rng)
         with Pipeline(lib, chunk, nstreams, int(free * 0.75)) as pipe:
             got = pipe.run(x, a, b)
-    tut.assert_close(got, tut.ref_scale_shift(x, a, b), rtol=1e-6, atol=1e-6,
-                     name=f"n={n} through {nstreams} x {chunk} floats")
+    tut.assert_scale_shift(got, x, a, b, name=f"n={n} through {nstreams} x {chunk} floats")
 
 
 def check_one_stream(lib, rng):

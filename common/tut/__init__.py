@@ -46,9 +46,10 @@ from .errors import (EXIT_FAIL, EXIT_PASS, EXIT_SKIP, NO_GPU_ERRORS, POISON_BYTE
 from .library import Library, c_float_p, c_size_t_p, isolated, load_chapter  # noqa: E402
 from .args import check_array, check_count, ptr  # noqa: E402
 from .owners import Handle, Owner  # noqa: E402
-from .memory import DeviceBuffer, ManagedArray, check_managed, device_ballast  # noqa: E402
-from .compare import (assert_close, assert_equal, expect_cuda_error,  # noqa: E402
-                      expect_raises, launch_config_errors, poisoned, random_f32,
+from .memory import (DeviceBuffer, ManagedArray, ballast_budget, check_managed,  # noqa: E402
+                     device_ballast)
+from .compare import (assert_close, assert_equal, assert_scale_shift,  # noqa: E402
+                      expect_cuda_error, expect_raises, launch_config_errors, poisoned, random_f32,
                       ref_scale_shift)
 from .emulator import (LOG_ADVICE, LOG_SYNC, access_profile, child_result, run_child,  # noqa: E402
                        stream_log)

@@ -61,6 +61,24 @@ def _far(got, want, rtol, atol):
     return None if bad is None else bad.reshape(got.shape)
 
 
+def assert_scale_shift(got, x, a, b, rtol=1e-6, atol=1e-6, name="result"):
+    """assert_close(got, ref_scale_shift(x, a, b), ...) with the float64 reference made a chunk
+    at a time: for the arrays larger than the device's free memory (chapters 02 and 03), whose
+    full-size float64 reference alone took longer than the test's GPU work. The whole reference
+    is made only to report a mismatch."""
+    g, xs = np.asarray(got).reshape(-1), np.asarray(x).reshape(-1)
+    if np.shape(got) != np.shape(x):
+        raise AssertionError(f"{name}: shape {np.shape(got)}, expected {np.shape(x)}")
+    ref = np.empty(min(xs.size, _CHUNK))
+    for start in range(0, xs.size, _CHUNK):
+        n = min(_CHUNK, xs.size - start)
+        w = ref[:n]
+        np.multiply(xs[start:start + n], np.float64(a), out=w)
+        w += np.float64(b)
+        if _far(g[start:start + n], w, rtol, atol) is not None:
+            return assert_close(got, ref_scale_shift(x, a, b), rtol, atol, name)
+
+
 def assert_equal(got, want, name="result", show=5):
     got_arr = np.asarray(got)
     if got_arr.shape != np.shape(want):
