@@ -247,9 +247,9 @@ def ballast_budget(backend):
     """The free device memory a test leaves beside device_ballast: large enough that the
     allocation granularity (2 MiB, on a GPU and on the emulator) cannot decide whether two
     buffers of 40% of it fit, small enough that the arrays of 2.5x of it are quick to make and
-    check on the host. On a GPU a little more: the driver's own allocations come and go there
-    (the ballast is found in steps of a third of this). 96 MiB on a GPU made chapter 02's
-    tests 3.1 s of its 4.2 s `make check` on the H200 (2026-12-05)."""
+    check on the host. On a GPU a little more: the driver's own allocations come and go there.
+    96 MiB on a GPU made chapter 02's tests 3.1 s of its 4.2 s `make check` on the H200
+    (2026-12-05)."""
     return (48 if backend == "gpu" else 20) << 20
 
 
@@ -278,10 +278,8 @@ def device_ballast(lib, leave_free):
             lib.clear_last_error()
             return False
 
-    # the driver's own needs, or another process that took some meanwhile: ask for less
-    step = max(2 << 20, leave_free // 3)
-    while size > 0 and not taken(size):
-        size -= step
+    while size > 0 and not taken(size):   # another process took some meanwhile: ask for less
+        size -= 64 << 20
     try:
         now_free, _ = lib.mem_info()
         if now_free > 4 * leave_free:
