@@ -457,7 +457,8 @@ def _arm_clang_emulator(lib):
         return cd.cuemuProfileAvailable() == 1
 
 
-@CH.check("misaligned", "a misaligned float4 load is cudaErrorMisalignedAddress (in a child)")
+@CH.check("misaligned", "a misaligned float4 load is cudaErrorMisalignedAddress (in a child)",
+          full="it starts a second Python process with a CUDA context of its own")
 def test_misaligned(ctx):
     for offset in (0, 4, 8):   # 16-byte aligned: fine, in this process
         if float4_load(ctx.lib, offset) != 0.0:

@@ -1084,7 +1084,8 @@ def test_peer_copy(ctx):
 IPC_HANDLE_SIZE = 64                          # CUDA_IPC_HANDLE_SIZE
 
 
-@CH.check("ipc", "CUDA IPC: another process scales this process's device memory in place")
+@CH.check("ipc", "CUDA IPC: another process scales this process's device memory in place",
+          full="it starts a second Python process with a CUDA context of its own")
 @per_device_balanced
 def test_ipc(ctx):
     lib, api = ctx.lib, c_api(ctx.lib)
