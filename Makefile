@@ -261,10 +261,12 @@ ctest_run = export $(TEST_ENV) && cmake -S tests -B $(BUILD)/tests/$(1) -DMODE=$
 # make check and check-solutions: one Python process for the whole check (tools/check.py), a
 # forked process per chapter and per test (common/tut/warm.py), each test with its own time
 # limit; the same JSON rows, and JUnit in build/tests/<mode>/junit.xml. TESTS=01.2,01.3: only
-# those tests. Every check of an exercise runs on every `make check`: none is kept for a slower
-# mode (01.2's INT_MAX launch was made cheap instead). FULL=1 adds the few other checks that a
-# quick check on a GPU leaves out, each with a skip row saying why (chapter 08's, which import
-# PyTorch, CuPy and Numba, and 09's NCCL ones); make test and grading always run them.
+# those tests. Every exercise is tested on every `make check` (01.2's INT_MAX launch was made
+# cheap, not left out). A quick check on a GPU runs each at the sizes the emulator runs, which
+# catch every bug `make mutants` plants, and leaves out the large sizes (the closing line names
+# the tests) and the few other checks that start Python processes or import libraries, each
+# with a skip row saying why (08's PyTorch, CuPy and Numba, 09's NCCL, 04's cuBLAS): FULL=1
+# adds them all, and make test and grading always run them.
 TESTS     ?=
 FULL      ?=
 check_run = export $(TEST_ENV) && TUT_BACKEND=$(B) TUT_BUILD=$(abspath $(BUILD)) TUT_FULL=$(if $(FULL),1,0) $(PY) tools/check.py --mode $(1) \
