@@ -253,7 +253,7 @@ class Harness(unittest.TestCase):
                 os.environ["TUT_FULL"] = saved
         import summary
         text = "\n".join(summary.closing_line([("01.1", quick)]))
-        self.assertIn("quick check on a GPU: 01.1 ran without their large sizes", text)
+        self.assertIn("quick check on a GPU: 01.1 ran without the large sizes", text)
         self.assertIn("make check FULL=1", text)
 
     def test_a_chapters_own_error_is_a_failure(self):

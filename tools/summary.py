@@ -214,7 +214,7 @@ def closing_line(rows):
     quick = sorted(r["id"] for _, r in rows if r.get("left_out"))
     if quick:
         shown = ", ".join(quick[:6]) + (f" and {len(quick) - 6} more" if len(quick) > 6 else "")
-        parts.append(f"quick check on a GPU: {shown} ran without their large sizes "
+        parts.append(f"quick check on a GPU: {shown} ran without the large sizes "
                      f"(make check FULL=1 adds them; make test and grading always do)")
     return parts
 
