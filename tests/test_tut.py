@@ -256,6 +256,20 @@ class Harness(unittest.TestCase):
         self.assertIn("quick check on a GPU: 01.1 ran without the large sizes", text)
         self.assertIn("make check FULL=1", text)
 
+    def test_check_phases_times_each_phase_and_test(self):
+        build = Path(os.environ.get("TUT_BUILD", REPO / "build"))
+        lib = build / "cpu" / "solutions" / "lib00_device_query.so"
+        if not lib.exists():
+            self.skipTest(f"{lib} is not built")
+        r = subprocess.run([sys.executable, str(REPO / "tools" / "check_phases.py"), "00",
+                            "--profile", "00.1"], capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, TUT_BACKEND="cpu",
+                                    TUT_BUILD=str(build)))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"00_device_query: [\d.]+ s in all: numpy [\d.]+, ")
+        self.assertRegex(r.stdout, r"00\.1 +[\d.]+ s  PASS")
+        self.assertIn("profile of 00.1:", r.stdout)
+
     def test_a_chapters_own_error_is_a_failure(self):
         def test(ctx):
             raise tut.LibraryError(-103, "TPOOL_ERR_DOUBLE_FREE", "already free", "x.cu:9")
