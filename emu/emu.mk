@@ -150,10 +150,10 @@ EMU_IC = instcombine$(if $(filter 14 15 16 17,$(word 2,$(TUT_EMU_CXX_ID))),,<no-
 EMU_STEP2_PASSES = always-inline,function($(EMU_IC),simplifycfg,early-cse<memssa>,loop-mssa(licm),$(EMU_IC),simplifycfg)
 EMU_STEP2_CG  = $(EMU_NATIVEFLAGS) -Xclang -disable-llvm-optzns $(if $(filter -gline-tables-only,$(EMU_DEBUG)),-mllvm -livedebugvalues-max-stack-slots=0)
 emu_step2_o2 = $(EMU_CXX) $(EMU_NATIVEFLAGS) -c -o $(1) $(1).hooks.bc
-emu_step2 = $(if $(and $(EMU_OPT),$(filter light,$(EMU_STEP2))),{ $(EMU_OPT) -passes='$(EMU_STEP2_PASSES)' \
-	-simplifycfg-sink-common=false -simplifycfg-hoist-common=false $(1).hooks.bc -o $(1).opt.bc 2>/dev/null || \
-	{ rm -f $(1).opt.bc; $(call emu_step2_o2,$(1)); }; } && \
-	{ test ! -f $(1).opt.bc || $(EMU_CXX) $(EMU_STEP2_CG) -c -o $(1) $(1).opt.bc; } && rm -f $(1).opt.bc,$(call emu_step2_o2,$(1)))
+emu_step2 = $(if $(and $(EMU_OPT),$(filter light,$(EMU_STEP2))),if $(EMU_OPT) -passes='$(EMU_STEP2_PASSES)' \
+	-simplifycfg-sink-common=false -simplifycfg-hoist-common=false $(1).hooks.bc -o $(1).opt.bc 2>/dev/null; \
+	then $(EMU_CXX) $(EMU_STEP2_CG) -c -o $(1) $(1).opt.bc; else $(call emu_step2_o2,$(1)); fi && \
+	rm -f $(1).opt.bc,$(call emu_step2_o2,$(1)))
 emu_inline_hooks = $(if $(EMU_HOOKS_BC),$(EMU_LLVM_LINK) $(1).bc --internalize --only-needed $(EMU_HOOKS_BC) -o $(1).hooks.bc && \
 	$(call emu_step2,$(1)) && rm -f $(1).bc $(1).hooks.bc)
 

@@ -109,6 +109,7 @@ static inline __attribute__((always_inline)) struct cuemu_worker *cuemu_w_fixed(
     return p;
 }
 #if defined(__PIC__) && !defined(CUEMU_HOOKS_LTO) && defined(__x86_64__)
+#define CUEMU_W_BY_CALL 1
 /* In a shared library (a chapter's, which Python loads) the TLS variable's address is a call
    of __tls_get_addr, and gcc made that call again at each use instead of once per function:
    17 times in the race detector's slow path, in every iteration of the scheduler's loops.

@@ -2485,7 +2485,7 @@ static int cluster_fault(sbuf *b, const char *a, const char *what, const char *w
     return 0;
 }
 
-#if defined(__PIC__) && !defined(CUEMU_HOOKS_LTO) && defined(__x86_64__)
+#ifdef CUEMU_W_BY_CALL
 /* CUEMU_W's call (core_internal.h): kept out of line, or the compiler would see the asm and
    no longer the const call it may make once. */
 __attribute__((noinline)) struct cuemu_worker *cuemu_w_call(void) { return cuemu_w_fixed(); }
