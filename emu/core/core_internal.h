@@ -54,6 +54,7 @@ struct cuemu_access_fast {
    several host threads can each run blocks of one launch. */
 #define CUEMU_MAX_REGIONS 256
 #define CUEMU_MISSES 8
+#define CUEMU_CO_FREE_LISTS 4
 struct cuemu_worker {
     struct cuemu_tls pub;            /* first: cuemu_w points here */
     /* the lazy phase of a block (see g_lazy in sched.c), read by cuemu_thread_next (hooks.c):
@@ -83,6 +84,9 @@ struct cuemu_worker {
     int co_line;
     int co_active;                   /* split code runs: no wait may switch stacks */
     char *co_ptr, *co_end;           /* the frames' arena: free space in its current chunk */
+    /* frames of split helpers whose call ended (cuemu_co_sub_free), for the next call of the
+       same size: a helper called in a loop reuses one frame instead of filling the arena */
+    struct { size_t n; void *head; } co_free[CUEMU_CO_FREE_LISTS];
 };
 /* The arena's next chunk (sched.c), when the current one is full. */
 CUEMU_HIDDEN void *cuemu_co_alloc_slow(size_t n);

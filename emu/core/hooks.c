@@ -110,3 +110,34 @@ HOOK_INLINE void *cuemu_co_alloc(size_t n)
 }
 
 HOOK_INLINE void cuemu_co_active(int on) { CUEMU_W->co_active = on; }
+
+HOOK_INLINE int cuemu_co_is_active(void) { return CUEMU_W->co_active; }
+
+/* A split helper's frame (cuemu_split.h's co_sub): one its size freed by an ended call, or the
+   arena's; freed when the call ends, onto a list of frames of its size (a few sizes; a frame
+   of another size stays in the arena until the block ends, as a kernel's own does). */
+HOOK_INLINE void *cuemu_co_sub_alloc(size_t n)
+{
+    struct cuemu_worker *w = CUEMU_W;
+    n = (n + 15) & ~(size_t)15;
+    for (int k = 0; k < CUEMU_CO_FREE_LISTS; k++)
+        if (w->co_free[k].n == n && w->co_free[k].head) {
+            void *p = w->co_free[k].head;
+            w->co_free[k].head = *(void **)p;
+            return p;
+        }
+    return cuemu_co_alloc(n);
+}
+
+HOOK_INLINE void cuemu_co_sub_free(void *p, size_t n)
+{
+    struct cuemu_worker *w = CUEMU_W;
+    n = (n + 15) & ~(size_t)15;
+    for (int k = 0; k < CUEMU_CO_FREE_LISTS; k++)
+        if (w->co_free[k].n == n || !w->co_free[k].n) {
+            w->co_free[k].n = n;
+            *(void **)p = w->co_free[k].head;
+            w->co_free[k].head = p;
+            return;
+        }
+}

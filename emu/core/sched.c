@@ -752,6 +752,7 @@ static void co_block_start(void)
     w->co_chunk = 0;
     w->w.co_ptr = w->co_nchunks ? w->co_chunks[0].p : NULL;
     w->w.co_end = w->co_nchunks ? w->co_chunks[0].p + w->co_chunks[0].cap : NULL;
+    memset(w->w.co_free, 0, sizeof w->w.co_free);   /* their frames were in the arena */
 }
 
 /* 1 when the waiting threads wait at more than one barrier (co_sites said they might). */

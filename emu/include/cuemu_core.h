@@ -195,6 +195,12 @@ CUEMU_HIDDEN void *cuemu_co_alloc(size_t n);
 CUEMU_HIDDEN void cuemu_co_wait(void *frame, int pred, const char *file, int line);
 int   cuemu_co_result(int op);
 CUEMU_HIDDEN void cuemu_co_active(int on);
+/* A split helper (a device function of the kernel's file that waits; cuemu_split.h): whether
+   it runs in split code (1) or on a fiber (0: its barriers are the fibers'), and its frame's
+   memory, taken when it is called and given back when its call ended. */
+CUEMU_HIDDEN int cuemu_co_is_active(void);
+CUEMU_HIDDEN void *cuemu_co_sub_alloc(size_t n);
+CUEMU_HIDDEN void cuemu_co_sub_free(void *p, size_t n);
 
 enum cuemu_warp_kind {
     CUEMU_W_SYNC = 0, CUEMU_W_SHFL, CUEMU_W_UP, CUEMU_W_DOWN, CUEMU_W_XOR,

@@ -19,8 +19,10 @@
  * only), a few cache lines of one arena. Everything else is as with fibers: the same thread
  * orders, the race detector's barrier epochs, the same deadlock reports.
  *
- * A kernel that waits in any other way (a helper that calls __syncthreads, warp operations,
- * cooperative groups, __nanosleep) is not split; the rewriter leaves it alone, and the core
+ * A helper of the same file that waits the same way (a `void` device function called as a
+ * statement) becomes a coroutine the kernel awaits (co_sub below). A kernel that waits in any
+ * other way (warp operations, other cooperative groups, __nanosleep, a helper that does) is
+ * not split; the rewriter leaves it alone, and the core
  * refuses a wait it did not see (a helper in another file) rather than run it wrongly.
  * Coroutines need C++20 (or g++'s -fcoroutines): without them, or with CUEMU_NO_SPLIT (make
  * EMU_SPLIT=0), the macros below give the body back as it was written.
@@ -70,6 +72,76 @@ struct co_bar_op {
     int await_resume() const noexcept { return ::cuemu_co_result(op); }
 };
 
+// A device function of the kernel's file that waits (a helper, `void` and called as a
+// statement) is split as well: its body is a coroutine of this type, which a split caller
+// awaits (CUEMU_CO_AWAIT_BEGIN f(...) CUEMU_CO_AWAIT_END). The call runs it at once, up to its
+// first barrier; the frame left waiting there is the helper's, the one the core resumes, and
+// its end resumes the caller. Called from code on fibers (a kernel that waits in some other
+// way too), its barriers are the fibers' (co_bar_any), and it has ended when the call returns,
+// as a function's would. Its frame is freed when the call ends (cuemu_co_sub_free).
+struct co_sub {
+    struct promise_type {
+        std::coroutine_handle<> cont;   // the caller waiting for its end, if any
+        co_sub get_return_object() noexcept
+        { return co_sub{std::coroutine_handle<promise_type>::from_promise(*this)}; }
+        std::suspend_never initial_suspend() noexcept { return {}; }
+        struct to_caller {
+            bool await_ready() const noexcept { return false; }
+            std::coroutine_handle<> await_suspend(std::coroutine_handle<promise_type> h) const noexcept
+            {
+                std::coroutine_handle<> c = h.promise().cont;
+                return c ? c : std::noop_coroutine();
+            }
+            void await_resume() const noexcept {}
+        };
+        to_caller final_suspend() noexcept { return {}; }
+        void return_void() noexcept {}
+        void unhandled_exception() noexcept { __builtin_trap(); }
+        static void *operator new(size_t n) { return ::cuemu_co_sub_alloc(n); }
+        static void operator delete(void *p, size_t n) noexcept { ::cuemu_co_sub_free(p, n); }
+    };
+    std::coroutine_handle<promise_type> h;
+    explicit co_sub(std::coroutine_handle<promise_type> c) noexcept : h(c) {}
+    co_sub(co_sub &&o) noexcept : h(o.h) { o.h = {}; }
+    co_sub(const co_sub &) = delete;
+    ~co_sub() { if (h) h.destroy(); }   // its call ended: at its final suspension
+    bool await_ready() const noexcept { return h.done(); }
+    void await_suspend(std::coroutine_handle<> c) const noexcept { h.promise().cont = c; }
+    void await_resume() const noexcept {}
+};
+
+// A helper's __syncthreads: in split code the frame waits (co_bar); on a fiber, the fibers'
+// barrier, after which the helper goes on at once.
+struct co_bar_any {
+    const char *file;
+    int line;
+    bool await_ready() const noexcept
+    {
+        if (::cuemu_co_is_active()) return false;
+        ::cuemu_syncthreads(file, line);
+        return true;
+    }
+    void await_suspend(std::coroutine_handle<> h) const noexcept
+    { ::cuemu_co_wait(h.address(), 0, file, line); }
+    void await_resume() const noexcept {}
+};
+struct co_bar_op_any {
+    int op, pred;
+    const char *file;
+    int line;
+    mutable int fiber_result = -1;
+    bool await_ready() const noexcept
+    {
+        if (::cuemu_co_is_active()) return false;
+        fiber_result = ::cuemu_syncthreads_op(op, pred, file, line);
+        return true;
+    }
+    void await_suspend(std::coroutine_handle<> h) const noexcept
+    { ::cuemu_co_wait(h.address(), pred, file, line); }
+    int await_resume() const noexcept
+    { return fiber_result >= 0 ? fiber_result : ::cuemu_co_result(op); }
+};
+
 // The kernel's body as a coroutine lambda, run by the calling thread up to its first barrier.
 // It takes the kernel's parameters as its own: the coroutine's frame holds each thread's copies
 // (each thread may change its own), where the compiler knows that nothing else writes them.
@@ -106,6 +178,16 @@ static inline void co_kernel_capture(F &&f)
     (co_await ::cuemu::co_bar_op{1, (p) ? 1 : 0, __FILE__, __LINE__})
 #define CUEMU_CO_SYNCTHREADS_OR(p) \
     (co_await ::cuemu::co_bar_op{2, (p) ? 1 : 0, __FILE__, __LINE__})
+#define CUEMU_CO_SUB ::cuemu::co_sub
+#define CUEMU_CO_AWAIT_BEGIN (co_await
+#define CUEMU_CO_AWAIT_END )
+#define CUEMU_CO_HSYNC() (co_await ::cuemu::co_bar_any{__FILE__, __LINE__})
+#define CUEMU_CO_HSYNC_COUNT(p) \
+    (co_await ::cuemu::co_bar_op_any{0, (p) ? 1 : 0, __FILE__, __LINE__})
+#define CUEMU_CO_HSYNC_AND(p) \
+    (co_await ::cuemu::co_bar_op_any{1, (p) ? 1 : 0, __FILE__, __LINE__})
+#define CUEMU_CO_HSYNC_OR(p) \
+    (co_await ::cuemu::co_bar_op_any{2, (p) ? 1 : 0, __FILE__, __LINE__})
 #else
 #define CUEMU_SPLIT 0
 #define CUEMU_CO_BEGIN(...)
@@ -118,6 +200,13 @@ static inline void co_kernel_capture(F &&f)
 #define CUEMU_CO_SYNCTHREADS_COUNT __syncthreads_count
 #define CUEMU_CO_SYNCTHREADS_AND __syncthreads_and
 #define CUEMU_CO_SYNCTHREADS_OR __syncthreads_or
+#define CUEMU_CO_SUB void
+#define CUEMU_CO_AWAIT_BEGIN (
+#define CUEMU_CO_AWAIT_END )
+#define CUEMU_CO_HSYNC __syncthreads
+#define CUEMU_CO_HSYNC_COUNT __syncthreads_count
+#define CUEMU_CO_HSYNC_AND __syncthreads_and
+#define CUEMU_CO_HSYNC_OR __syncthreads_or
 #endif
 
 #endif

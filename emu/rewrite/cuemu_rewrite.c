@@ -357,9 +357,16 @@ static void edit_push(edit **list, size_t *count, size_t pos, size_t len, const 
     e[(*count)++] = (edit){ pos, len, text };
 }
 
+/* Kept in position order, after those at the same place: the split helpers' edits are planned
+   before the copy starts (plan_helpers), a kernel's when the copy reaches its declaration. */
 static void add_edit(size_t pos, size_t len, const char *text)
 {
     edit_push(&edits, &nedits, pos, len, text);
+    for (size_t k = nedits - 1; k > next_edit && edits[k - 1].pos > pos; k--) {
+        edit t = edits[k];
+        edits[k] = edits[k - 1];
+        edits[k - 1] = t;
+    }
 }
 
 /* Writes src[copied, e->pos) and the edit's text; returns the new `copied`. */
@@ -378,6 +385,9 @@ static const char *const sync_words[] = {
 static const char *const sync_macros[] = {
     "CUEMU_CO_SYNCTHREADS", "CUEMU_CO_SYNCTHREADS_COUNT", "CUEMU_CO_SYNCTHREADS_AND",
     "CUEMU_CO_SYNCTHREADS_OR" };
+/* the same in a split helper, which may run on a fiber too (cuemu_split.h's co_bar_any) */
+static const char *const helper_sync_macros[] = {
+    "CUEMU_CO_HSYNC", "CUEMU_CO_HSYNC_COUNT", "CUEMU_CO_HSYNC_AND", "CUEMU_CO_HSYNC_OR" };
 
 static int word_is(size_t a, size_t len, const char *w)
 {
@@ -489,7 +499,12 @@ static int has_local_array(size_t a, size_t b)
 /* Functions (and function-like macros) of this file that wait: their names. A call of one from
    a kernel's body keeps the kernel on fibers. Found as `name ( ... ) ... {` definitions whose
    body waits, directly or through another such name, and #define lines that wait. */
-typedef struct { size_t name, len, bo, bc; int waits; } fdef;
+typedef struct {
+    size_t name, len, bo, bc;
+    size_t po;          /* a function's `(` (0: a macro) */
+    int waits;
+    int split;          /* a split helper (plan_helpers) */
+} fdef;
 static fdef  *fdefs;
 static size_t nfdefs;
 static int    fdefs_done;
@@ -522,12 +537,12 @@ static int mentions_waiting(size_t a, size_t b, size_t self, size_t selflen)
     return 0;
 }
 
-static void fdef_add(size_t name, size_t len, size_t bo, size_t bc)
+static void fdef_add(size_t name, size_t len, size_t po, size_t bo, size_t bc)
 {
     fdef *f = (fdef *)realloc(fdefs, (nfdefs + 1) * sizeof *f);
     if (!f) die("out of memory");
     fdefs = f;
-    fdefs[nfdefs++] = (fdef){ name, len, bo, bc, 0 };
+    fdefs[nfdefs++] = (fdef){ name, len, bo, bc, po, 0, 0 };
 }
 
 static void find_waiting_functions(void)
@@ -546,7 +561,7 @@ static void find_waiting_functions(void)
                 while (nm < e && (src[nm] == ' ' || src[nm] == '\t')) nm++;
                 size_t ne = nm;
                 while (ne < e && is_id(src[ne])) ne++;
-                if (ne > nm) fdef_add(nm, ne - nm, ne, e);
+                if (ne > nm) fdef_add(nm, ne - nm, 0, ne, e);
             }
             i = e;
             continue;
@@ -563,7 +578,7 @@ static void find_waiting_functions(void)
             break;
         }
         if (k >= n || src[k] != '{') continue;
-        fdef_add(nm, ne - nm, k, match_close(k));
+        fdef_add(nm, ne - nm, i, k, match_close(k));
     }
     for (int changed = 1; changed;) {
         changed = 0;
@@ -688,25 +703,77 @@ static void split_wrap(size_t po, size_t pc, size_t bo, size_t bc, const edit *p
     add_edit(bc, 0, end);
 }
 
-/* The kernel whose name is [name, name_end) and whose body is [bo, bc] (the braces): split at
-   its barriers when it waits only with __syncthreads & co (or a thread_block's sync) in the body
-   itself. The edits are made as the copy passes them. */
-static void split_plan(size_t name, size_t name_end, size_t po, size_t pc, size_t bo,
-                       size_t bc)
+/* The split helper named by the word [w, w + len), if any. */
+static int split_helper(size_t w, size_t len)
+{
+    for (size_t d = 0; d < nfdefs; d++)
+        if (fdefs[d].split && fdefs[d].len == len && !strncmp(src + fdefs[d].name, src + w, len))
+            return 1;
+    return 0;
+}
+
+/* One past the `)` of the call whose function's name is the word [w, w + len) (`f(...)`,
+   `f<...>(...)`), or 0 when the word is not called there. */
+static size_t call_end(size_t w, size_t len)
+{
+    size_t p = skip_ws_fwd(w + len);
+    if (p < n && src[p] == '<') {
+        int depth = 0;
+        for (; p < n; p++) {
+            if (!code[p]) continue;
+            if (src[p] == '(' || src[p] == '[') p = match_close(p);
+            else if (src[p] == '<') depth++;
+            else if (src[p] == '>' && --depth == 0) break;
+            else if (src[p] == ';' || src[p] == '{' || src[p] == '}') return 0;
+        }
+        if (p >= n) return 0;
+        p = skip_ws_fwd(p + 1);
+    }
+    if (p >= n || src[p] != '(') return 0;
+    return match_close(p) + 1;
+}
+
+/* 1 when the call of the word [w, w + len) is a whole statement: `f(...);` after a `;`, a
+   brace, a condition's `)`, `else` or `do` (what `CUEMU_CO_AWAIT_BEGIN f(...)
+   CUEMU_CO_AWAIT_END;` can stand for). */
+static int call_statement(size_t w, size_t len)
+{
+    size_t e = call_end(w, len);
+    if (!e || in_directive(w)) return 0;
+    size_t a = skip_ws_fwd(e);
+    if (a >= n || src[a] != ';') return 0;
+    size_t b = skip_ws_back(w);
+    if (b == 0) return 0;
+    if (strchr(";{})", src[b - 1])) return 1;
+    size_t q = b;
+    while (q > 0 && is_id(src[q - 1]) && code[q - 1]) q--;
+    return word_is(q, b - q, "else") || word_is(q, b - q, "do");
+}
+
+/* The split of a kernel's body or a split helper's: the edits that make the code [from, bc) a
+   coroutine's (bo: the body's `{`; from: bo + 1 for a kernel, a helper's parameter list, whose
+   thread_block handles its body may sync) into *plan; 1 when it can be split, that is when it
+   waits only with __syncthreads & co (or a thread_block's sync) and calls of split helpers, at
+   least once. helper: the code is a split helper's (its barriers may run on a fiber too); self:
+   the kernel's name, which its body may mention. */
+static int plan_split(size_t self, size_t self_len, size_t from, size_t bo, size_t bc,
+                      int helper, edit **plan, size_t *nplan)
 {
     static const char *const block_members[] = { "thread_rank", "size", "num_threads",
                                                  "group_index", "thread_index", "group_dim",
                                                  "dim_threads" };
-    edit *plan = NULL;
-    size_t nplan = 0, i = bo + 1, w, len;
+    const char *const *syncs = helper ? helper_sync_macros : sync_macros;
+    const char *sync_call = helper ? "CUEMU_CO_HSYNC()" : "CUEMU_CO_SYNCTHREADS()";
+    size_t i = from, w, len, waits = 0;
     handles h = { .n = 0 };
-#define PLAN(p, l, t) edit_push(&plan, &nplan, (p), (l), (t))
+#define PLAN(p, l, t) edit_push(plan, nplan, (p), (l), (t))
     find_waiting_functions();
-    if (has_lambda(bo + 1, bc) || has_local_array(bo + 1, bc)) return;
+    if (has_lambda(bo + 1, bc) || has_local_array(bo + 1, bc)) return 0;
     while (next_word(&i, bc, &w, &len)) {
         int k = sync_word(w, len);
         if (k >= 0) {
-            PLAN(w, len, sync_macros[k]);
+            PLAN(w, len, syncs[k]);
+            waits++;
             continue;
         }
         if (word_is(w, len, "return")) {
@@ -715,30 +782,31 @@ static void split_plan(size_t name, size_t name_end, size_t po, size_t pc, size_
         }
         if (word_is(w, len, "cg") || word_is(w, len, "cooperative_groups")) {
             size_t p = skip_ws_fwd(w + len), w2, l2;
-            if (p + 1 >= bc || src[p] != ':' || src[p + 1] != ':') goto keep;
+            if (p + 1 >= bc || src[p] != ':' || src[p + 1] != ':') return 0;
             i = p + 2;
-            if (!next_word(&i, bc, &w2, &l2) || w2 != skip_ws_fwd(p + 2)) goto keep;
+            if (!next_word(&i, bc, &w2, &l2) || w2 != skip_ws_fwd(p + 2)) return 0;
             if (word_is(w2, l2, "thread_block")) {         /* a declaration: the handle */
                 size_t w3, l3;
-                if (!next_word(&i, bc, &w3, &l3) || !handle_add(&h, w3, l3)) goto keep;
+                if (!next_word(&i, bc, &w3, &l3) || !handle_add(&h, w3, l3)) return 0;
             } else if (word_is(w2, l2, "this_thread_block")) {   /* auto h = ... */
                 size_t r = skip_ws_back(w), e;
                 if (r == 0 || src[r - 1] != '=') continue;
                 e = skip_ws_back(r - 1);
                 r = e;
                 while (r > bo && is_id(src[r - 1])) r--;
-                if (r < e && !handle_add(&h, r, e - r)) goto keep;
+                if (r < e && !handle_add(&h, r, e - r)) return 0;
             } else if (word_is(w2, l2, "sync")) {            /* cg::sync(h) */
                 size_t po = skip_ws_fwd(i), a, b;
-                if (po >= bc || src[po] != '(') goto keep;
+                if (po >= bc || src[po] != '(') return 0;
                 size_t pc = match_close(po);
                 a = skip_ws_fwd(po + 1);
                 b = skip_ws_back(pc);
-                if (!handle_of(&h, a, b - a)) goto keep;
-                PLAN(w, pc + 1 - w, "CUEMU_CO_SYNCTHREADS()");
+                if (!handle_of(&h, a, b - a)) return 0;
+                PLAN(w, pc + 1 - w, sync_call);
+                waits++;
                 i = pc + 1;
             } else {
-                goto keep;
+                return 0;
             }
             continue;
         }
@@ -746,30 +814,105 @@ static void split_plan(size_t name, size_t name_end, size_t po, size_t pc, size_
             size_t p = skip_ws_fwd(w + len), w2, l2;
             if (p >= bc || src[p] != '.') continue;          /* passed on: see the callee */
             i = p + 1;
-            if (!next_word(&i, bc, &w2, &l2)) goto keep;
+            if (!next_word(&i, bc, &w2, &l2)) return 0;
             if (word_is(w2, l2, "sync")) {                   /* h.sync() */
                 size_t po = skip_ws_fwd(i);
-                if (po >= bc || src[po] != '(' || has_code(po + 1, match_close(po))) goto keep;
-                PLAN(w, match_close(po) + 1 - w, "CUEMU_CO_SYNCTHREADS()");
+                if (po >= bc || src[po] != '(' || has_code(po + 1, match_close(po))) return 0;
+                PLAN(w, match_close(po) + 1 - w, sync_call);
+                waits++;
                 i = match_close(po) + 1;
                 continue;
             }
-            if (!WORD_IN(w2, l2, block_members)) goto keep;
+            if (!WORD_IN(w2, l2, block_members)) return 0;
             continue;
         }
-        if (other_wait(w, len)) goto keep;
-        if (len == name_end - name && !strncmp(src + w, src + name, len)) continue;
-        if (names_waiting(w, len)) goto keep;
+        if (other_wait(w, len)) return 0;
+        if (!helper && len == self_len && !strncmp(src + w, src + self, len)) continue;
+        if (split_helper(w, len) && call_statement(w, len)) {
+            PLAN(w, 0, "CUEMU_CO_AWAIT_BEGIN ");
+            PLAN(call_end(w, len), 0, " CUEMU_CO_AWAIT_END");
+            waits++;
+            continue;
+        }
+        if (names_waiting(w, len)) return 0;
     }
-    {
-        int syncs = 0;
-        for (size_t k = 0; k < nplan; k++) syncs += strncmp(plan[k].text, "CUEMU_CO_SYNC", 13) == 0;
-        if (!syncs) goto keep;
-    }
-    split_wrap(po, pc, bo, bc, plan, nplan);
-keep:
-    free(plan);
 #undef PLAN
+    return waits > 0;
+}
+
+/* The kernel whose name is [name, name_end) and whose body is [bo, bc] (the braces): split at
+   its barriers when it can be (plan_split). The edits are made as the copy passes them. */
+static void split_plan(size_t name, size_t name_end, size_t po, size_t pc, size_t bo,
+                       size_t bc)
+{
+    edit *plan = NULL;
+    size_t nplan = 0;
+    if (plan_split(name, name_end - name, bo + 1, bo, bc, 0, &plan, &nplan))
+        split_wrap(po, pc, bo, bc, plan, nplan);
+    free(plan);
+}
+
+/* Split helpers: functions of this file that wait and can be split like a kernel. Such a
+   function is `void` and __device__ (not __host__, not a kernel), is defined once, is named
+   only in calls that are whole statements, and waits only as a split kernel may (plan_split),
+   counting calls of other split helpers. Its return type becomes CUEMU_CO_SUB, so each call
+   of it is a coroutine's (cuemu_split.h): a split caller awaits it; code on fibers runs it to
+   its end, its barriers the fibers'. A kernel that calls one can then be split too (chapter
+   04's transposes, NVIDIA's mergeSort). The edits are planned before the copy starts. */
+static void plan_helpers(void)
+{
+    static const char *const not_split[] = { "__host__", "__global__", "virtual", "constexpr",
+                                             "operator" };
+    find_waiting_functions();
+    for (size_t d = 0; d < nfdefs; d++) {
+        fdef *f = &fdefs[d];
+        if (!f->po || !f->waits || in_directive(f->name)) continue;
+        size_t t = skip_ws_back(f->name), q = t;
+        while (q > 0 && is_id(src[q - 1]) && code[q - 1]) q--;
+        if (!word_is(q, t - q, "void")) continue;
+        int device = 0, refused = 0;
+        for (size_t p = skip_ws_back(q); p > 0 && is_id(src[p - 1]) && code[p - 1];) {
+            size_t e = p;
+            while (p > 0 && is_id(src[p - 1]) && code[p - 1]) p--;
+            device |= word_is(p, e - p, "__device__");
+            refused |= WORD_IN(p, e - p, not_split);
+            p = skip_ws_back(p);
+        }
+        if (!device || refused) continue;
+        int alone = 1;
+        for (size_t o = 0; o < nfdefs; o++)
+            if (o != d && fdefs[o].len == f->len && !strncmp(src + fdefs[o].name, src + f->name, f->len))
+                alone = 0;
+        size_t i = 0, w, len;
+        while (alone && next_word(&i, n, &w, &len))
+            if (w != f->name && len == f->len && !strncmp(src + w, src + f->name, len)
+                && !call_statement(w, len))
+                alone = 0;
+        f->split = alone;
+    }
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (size_t d = 0; d < nfdefs; d++) {
+            edit *plan = NULL;
+            size_t nplan = 0;
+            if (fdefs[d].split && !plan_split(fdefs[d].name, fdefs[d].len, fdefs[d].po + 1,
+                                              fdefs[d].bo, fdefs[d].bc, 1, &plan, &nplan)) {
+                fdefs[d].split = 0;
+                changed = 1;
+            }
+            free(plan);
+        }
+    }
+    for (size_t d = 0; d < nfdefs; d++) {
+        if (!fdefs[d].split) continue;
+        edit *plan = NULL;
+        size_t nplan = 0, t = skip_ws_back(fdefs[d].name);
+        plan_split(fdefs[d].name, fdefs[d].len, fdefs[d].po + 1, fdefs[d].bo, fdefs[d].bc, 1,
+                   &plan, &nplan);
+        add_edit(t - 4, 4, "CUEMU_CO_SUB");
+        for (size_t k = 0; k < nplan; k++) add_edit(plan[k].pos, plan[k].len, plan[k].text);
+        free(plan);
+    }
 }
 
 /* `__global__` at g: writes src[copied, start of the declaration) and the companion, and
@@ -1172,6 +1315,7 @@ int main(int argc, char **argv)
     }
     src = buf;
     classify();
+    if (getenv("CUEMU_REWRITE_NO_SPLIT") == NULL) plan_helpers();
 
     /* written to a temporary and renamed: make never sees a half-written output */
     size_t ol = strlen(argv[2]);

@@ -9,7 +9,8 @@ registration after the line that ends its definition, and the members gridDim an
 renamed cuemu_gridDim and cuemu_blockDim (the built-in variables are macros), and the barrier
 split's words in a kernel it splits (CUEMU_CO_BEGIN(parameters) after the body's `{`,
 CUEMU_CO_END(names) before its `}`, CUEMU_CO_RETURN for `return`, CUEMU_CO_SYNCTHREADS* for __syncthreads*, cg::sync(b) and
-b.sync()), CUEMU_HOST_FN after an `extern "C"` that declares a host function, and a comment
+b.sync()) and in a helper it splits (CUEMU_CO_SUB for `void`, CUEMU_CO_HSYNC* for the barriers,
+CUEMU_CO_AWAIT_BEGIN and _END around a call of one), CUEMU_HOST_FN after an `extern "C"` that declares a host function, and a comment
 for a `#pragma unroll` with no count (left to the host compiler). Then a file with an error after a multi-line launch must be reported by the
 compiler at the .cu file's own line.
 """
@@ -61,8 +62,10 @@ def in_place(a, b):
     b = b.replace("CUEMU_CO_END0 }", "}").replace('extern "C" CUEMU_HOST_FN ', 'extern "C" ')
     b = b.replace(PRAGMA_UNROLL, "#pragma unroll")
     b = re.sub(r"\bCUEMU_CO_RETURN\b", "return", b)
-    b = re.sub(r"\bCUEMU_CO_SYNCTHREADS(_COUNT|_AND|_OR)?\b",
+    b = re.sub(r"\bCUEMU_CO_(?:SYNCTHREADS|HSYNC)(_COUNT|_AND|_OR)?\b",
                lambda m: "__syncthreads" + (m.group(1) or "").lower(), b)
+    b = re.sub(r"\bCUEMU_CO_SUB\b", "void", b)
+    b = b.replace("CUEMU_CO_AWAIT_BEGIN ", "").replace(" CUEMU_CO_AWAIT_END", "")
     a = re.sub(r"\b(cg|cooperative_groups)::sync\(\s*\w+\s*\)|\b\w+\.sync\(\s*\)",
                "__syncthreads()", a)
     return a == b

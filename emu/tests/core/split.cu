@@ -3,8 +3,9 @@
  * Kernels split at their barriers (emu/include/cuemu_split.h): each thread keeps its own
  * variables and its own copy of the parameters across barriers, a barrier in a loop, an early
  * return after the last barrier, cooperative groups' block barrier, the same answers as the
- * same code on fibers (a helper that waits keeps its kernel there), and, on the emulator, the
- * reports a fiber run gives: a deadlock at a later barrier, a fault after a barrier, and a wait
+ * same code on fibers, helpers that wait (split too, nested, called in a loop, and run on
+ * fibers from a kernel that stays there), and, on the emulator, the reports a fiber run gives:
+ * a deadlock at a later barrier or at a helper's, a fault after a barrier, and a wait
  * the split could not see (through a function pointer), refused with the way out (and run, in
  * a build without the split: make EMU_SPLIT=0).
  * Valid CUDA: on a GPU every check but the emulator's reports runs the same.
@@ -35,22 +36,52 @@ __global__ void tree_kernel(const int *in, int *out, int n)
     out[blockIdx.x] = s[0];
 }
 
-// the same reduction through a helper that waits: not split, on fibers
+// the same reduction through a helper that waits (a split helper: a coroutine the kernel
+// awaits, called in a loop), and through another that calls it (helpers nest)
 __device__ void tree_step(int *s, unsigned step)
 {
     if (threadIdx.x < step) s[threadIdx.x] += s[threadIdx.x + step];
     __syncthreads();
 }
 
-__global__ void tree_fibers_kernel(const int *in, int *out, int n)
+__device__ void tree_steps(int *s, unsigned from)
+{
+    for (unsigned step = from; step > 0; step /= 2) tree_step(s, step);
+}
+
+__global__ void tree_helper_kernel(const int *in, int *out, int n)
 {
     __shared__ int s[256];
     int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     s[threadIdx.x] = i < n ? in[i] : 0;
     __syncthreads();
-    for (unsigned step = blockDim.x / 2; step > 0; step /= 2) tree_step(s, step);
+    for (unsigned step = blockDim.x / 2; step > 8; step /= 2) tree_step(s, step);
+    tree_steps(s, 8);
     if (threadIdx.x == 0) out[blockIdx.x] = s[0];
 }
+
+// the same helpers called from a kernel that stays on fibers (it also waits with __syncwarp):
+// there the helpers' barriers are the fibers'
+__global__ void tree_fibers_kernel(const int *in, int *out, int n)
+{
+    __shared__ int s[256];
+    int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    s[threadIdx.x] = i < n ? in[i] : 0;
+    __syncwarp();
+    __syncthreads();
+    tree_steps(s, blockDim.x / 2);
+    if (threadIdx.x == 0) out[blockIdx.x] = s[0];
+}
+
+// a helper's __syncthreads_count, split and on fibers
+__device__ void count_odd(int *out)
+{
+    int c = __syncthreads_count(threadIdx.x & 1);
+    out[threadIdx.x] = c;
+}
+
+__global__ void count_helper_kernel(int *out) { count_odd(out); }
+__global__ void count_fibers_kernel(int *out) { __syncwarp(); count_odd(out); }
 
 // cooperative groups' block barrier, counted with __syncthreads_count
 __global__ void cg_count_kernel(int *out)
@@ -107,6 +138,22 @@ __global__ void fault_after_barrier_kernel(int *out, int n)
     out[i + n * (threadIdx.x == 5)] = 1;          // thread 5 writes past the end
 }
 
+// threads 0..31 leave before a helper's barrier, which the others wait at
+[[maybe_unused]] static const int kHelperBarrier = __LINE__ + 4;
+__device__ void publish(int *s)
+{
+    s[threadIdx.x] = (int)threadIdx.x;
+    __syncthreads();
+}
+
+__global__ void helper_exit_kernel(int *out)
+{
+    __shared__ int s[64];
+    if (threadIdx.x < 32) return;               // BUG: the others wait in publish
+    publish(s);
+    out[threadIdx.x] = s[95 - threadIdx.x];
+}
+
 // a wait reached through a pointer, which the rewriter cannot follow
 __device__ void wait_here() { __syncthreads(); }
 __device__ void (*wait_ptr)() = wait_here;
@@ -129,15 +176,26 @@ int main()
     CUDA_OK(cudaMallocManaged(&b, blocks * sizeof(int)));
     CUDA_OK(cudaMallocManaged(&o, 256 * sizeof(int)));
     for (int i = 0; i < n; i++) in[i] = (i * 7919) % 1000 - 500;
+    int *c = nullptr;
+    CUDA_OK(cudaMallocManaged(&c, blocks * sizeof(int)));
     tree_kernel<<<blocks, 256>>>(in, a, n);
-    tree_fibers_kernel<<<blocks, 256>>>(in, b, n);
+    tree_helper_kernel<<<blocks, 256>>>(in, b, n);
+    tree_fibers_kernel<<<blocks, 256>>>(in, c, n);
     CUDA_OK(cudaDeviceSynchronize());
     for (int blk = 0; blk < blocks; blk++) {
         int want = 0;
         for (int i = blk * 256; i < n && i < blk * 256 + 256; i++) want += in[i];
         EXPECT_EQ_INT(a[blk], want);
         EXPECT_EQ_INT(b[blk], want);
+        EXPECT_EQ_INT(c[blk], want);
     }
+
+    count_helper_kernel<<<1, 96>>>(o);
+    CUDA_OK(cudaDeviceSynchronize());
+    for (int t = 0; t < 96; t++) EXPECT_EQ_INT(o[t], 48);
+    count_fibers_kernel<<<1, 64>>>(o);
+    CUDA_OK(cudaDeviceSynchronize());
+    for (int t = 0; t < 64; t++) EXPECT_EQ_INT(o[t], 32);
 
     cg_count_kernel<<<1, 128>>>(o);
     CUDA_OK(cudaDeviceSynchronize());
@@ -156,6 +214,15 @@ int main()
     EXPECT_EQ_INT(cudaDeviceSynchronize(), cudaErrorLaunchFailure);
     EXPECT_DIAG("deadlock in kernel late_exit_kernel", "divergent __syncthreads",
                 "32 threads wait at __syncthreads", here(__FILE__, kSecondBarrier),
+                "32 threads exited (first: thread (0,0,0))");
+    cuemuClearDiagnostic();
+    cudaDeviceReset();
+
+    CUDA_OK(cudaMallocManaged(&o, 64 * sizeof(int)));
+    helper_exit_kernel<<<1, 64>>>(o);
+    EXPECT_EQ_INT(cudaDeviceSynchronize(), cudaErrorLaunchFailure);
+    EXPECT_DIAG("deadlock in kernel helper_exit_kernel", "divergent __syncthreads",
+                "32 threads wait at __syncthreads", here(__FILE__, kHelperBarrier),
                 "32 threads exited (first: thread (0,0,0))");
     cuemuClearDiagnostic();
     cudaDeviceReset();

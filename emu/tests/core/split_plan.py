@@ -3,8 +3,10 @@
 
 usage: split_plan.py CUEMU_REWRITE
 A kernel is split only when it waits with __syncthreads (and _count, _and, _or) or a
-cooperative-groups thread_block's sync, in its own body; anything else that waits, in the body
-or in a function or macro of the file it calls (directly or not), keeps it on fibers, where
+cooperative-groups thread_block's sync, in its own body or in a split helper it calls (a `void`
+__device__ function of the file, defined once and called only as a statement, that waits the
+same way: it becomes a coroutine the kernel awaits); anything else that waits, in the body or
+in a function or macro of the file it calls (directly or not), keeps it on fibers, where
 every wait works; so does a local array (it would live in the coroutine's frame). The
 coroutine takes the kernel's parameters as its own, or captures them
 when one has no name. A split the core cannot run is refused at run time (emu/tests/core/split.cu),
@@ -29,6 +31,13 @@ __device__ void helper(float *s) { s[threadIdx.x] = 0; __syncthreads(); }
 __device__ void outer(float *s) { helper(s); }
 __device__ float plain(float x) { return 2 * x; }
 __device__ float warp_sum(float v) { return v + __shfl_down_sync(0xffffffffu, v, 1); }
+__device__ void helper_warp(float *s) { __syncthreads(); s[0] = __shfl_sync(0xffffffffu, s[1], 0); }
+__device__ float helper_value(float *s) { __syncthreads(); return s[0]; }
+__device__ void helper_expr(float *s) { __syncthreads(); }
+__device__ void helper_proto(float *s);
+__device__ void helper_proto(float *s) { __syncthreads(); }
+__host__ __device__ void helper_host(float *s) { __syncthreads(); }
+__device__ void helper_array(float *s) { float a[2] = {s[0], s[1]}; __syncthreads(); s[2] = a[1]; }
 
 __global__ void split_direct(float *p) { __shared__ float s[32]; s[threadIdx.x] = plain(p[0]);
     __syncthreads(); if (threadIdx.x) return; p[0] = s[1]; }
@@ -38,8 +47,17 @@ __global__ void split_cg(int *p) { cg::thread_block b = cg::this_thread_block();
 __global__ void split_cg_auto(int *p) { auto blk = cg::this_thread_block(); blk.sync(); }
 template <int N> __global__ void split_template(int *p) { p[N] = 1; __syncthreads(); }
 __global__ void split_unnamed(int *p, int) { __syncthreads(); p[0] = 1; }
-__global__ void keep_helper(float *p) { __shared__ float s[32]; helper(s); }
-__global__ void keep_outer(float *p) { __shared__ float s[32]; outer(s); __syncthreads(); }
+__global__ void split_helper(float *p) { __shared__ float s[32]; helper(s); }
+__global__ void split_outer(float *p) { __shared__ float s[32]; outer(s); __syncthreads(); }
+__global__ void split_helper_loop(float *p) { __shared__ float s[32];
+    for (int k = 0; k < 4; k++) if (k & 1) helper(s); else { outer(s); } }
+__global__ void keep_helper_warp(float *p) { __shared__ float s[32]; helper_warp(s); }
+__global__ void keep_helper_value(float *p) { __shared__ float s[32]; p[0] = helper_value(s); }
+__global__ void keep_helper_expr(float *p) { __shared__ float s[32];
+    p[0] > 0 ? helper_expr(s) : (void)0; }
+__global__ void keep_helper_proto(float *p) { __shared__ float s[32]; helper_proto(s); }
+__global__ void keep_helper_host(float *p) { __shared__ float s[32]; helper_host(s); }
+__global__ void keep_helper_array(float *p) { __shared__ float s[32]; helper_array(s); }
 __global__ void keep_macro(float *p) { BARRIER(); }
 __global__ void keep_warp(float *p) { p[0] = warp_sum(p[0]); __syncthreads(); }
 __global__ void keep_shfl(float *p) { __syncthreads(); p[0] = __shfl_sync(0xffffffffu, p[0], 0); }
@@ -123,6 +141,16 @@ def main():
             errors.append(f"{name}: {'split' if split else 'not split'}, want the opposite:\n{body}")
         if split and re.search(r"\breturn\b|__syncthreads\b|\.sync\(|cg::sync", body):
             errors.append(f"{name}: split, but a return or a barrier was left as it was:\n{body}")
+    # split helpers: a coroutine's return type and barriers; the others as written
+    for name, split in (("helper", True), ("outer", True), ("helper_warp", False),
+                        ("helper_value", False), ("helper_expr", False), ("helper_proto", False),
+                        ("helper_host", False), ("helper_array", False), ("plain", False)):
+        line = next(l for l in text.split("\n") if re.search(rf"\b{name}\(float \*s\) {{", l)
+                    or re.search(rf"\b{name}\(float x\) {{", l))
+        if ("CUEMU_CO_SUB" in line) != split or (split and "__syncthreads" in line):
+            errors.append(f"helper {name}: {'not ' if split else ''}split as it should be: {line}")
+    if "CUEMU_CO_AWAIT_BEGIN helper(s) CUEMU_CO_AWAIT_END" not in text:
+        errors.append("split_helper: the call of a split helper must be awaited")
     if "CUEMU_CO_BEGIN_CAPTURE" not in text[text.index("void split_unnamed("):]:
         errors.append("split_unnamed: a parameter without a name must make the split capture")
     if "CUEMU_CO_BEGIN(float *p)" not in text or "CUEMU_CO_END(p)" not in text:
