@@ -84,6 +84,7 @@ void cuemu_access_worker_init(struct cuemu_worker *w)
     w->fast.epoch = 1;
     for (int i = 0; i < CUEMU_HITS; i++) w->fast.hit[i] = &w->reg[0];
     w->seq_last = -1;
+    w->rmap_nreg = -1;
 }
 
 void cuemu_access_fast_update(void)
@@ -110,6 +111,41 @@ void cuemu_access_fast_update(void)
    variable, tested by every thread that passes the declaration) lies between shared arrays. */
 #define MISSES CUEMU_MISSES
 
+/* The map of the static regions (core_internal.h), made again when one was added: they never
+   move (thread_local storage) and only come, while the dynamic area (region 0, looked at
+   first) changes at every launch. Up to 16 MB of span (4M words, 8 MB of map); beyond, none. */
+#define RMAP_MAX_WORDS ((uintptr_t)1 << 22)
+static void region_map(struct cuemu_worker *w)
+{
+    if (w->rmap_nreg == w->nreg) return;
+    w->rmap_nreg = w->nreg;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 1; i < w->nreg; i++) {
+        if (!w->reg[i].n) continue;
+        if ((uintptr_t)w->reg[i].lo < lo) lo = (uintptr_t)w->reg[i].lo;
+        if ((uintptr_t)w->reg[i].lo + w->reg[i].n > hi) hi = (uintptr_t)w->reg[i].lo + w->reg[i].n;
+    }
+    lo &= ~(uintptr_t)3;
+    size_t words = hi > lo ? (hi - lo + 3) / 4 : 0;
+    w->slo = lo;
+    w->sspan = 0;
+    if (!words || words > RMAP_MAX_WORDS) return;
+    if (words > w->rmap_cap) {
+        uint16_t *m = (uint16_t *)realloc(w->rmap, words * sizeof *m);
+        if (!m) return;
+        w->rmap = m;
+        w->rmap_cap = words;
+    }
+    memset(w->rmap, 0, words * sizeof *w->rmap);
+    for (int i = 1; i < w->nreg; i++) {
+        const region *r = &w->reg[i];
+        if (!r->n) continue;
+        for (uintptr_t k = ((uintptr_t)r->lo - lo) / 4; k <= ((uintptr_t)r->lo + r->n - 1 - lo) / 4; k++)
+            w->rmap[k] = w->rmap[k] ? CUEMU_RMAP_SEVERAL : (uint16_t)(i + 1);
+    }
+    w->sspan = words * 4;
+}
+
 static void bounds(void)
 {
     g_lo = UINTPTR_MAX;
@@ -120,6 +156,7 @@ static void bounds(void)
         if ((uintptr_t)g_reg[i].lo + g_reg[i].n > g_hi) g_hi = (uintptr_t)g_reg[i].lo + g_reg[i].n;
     }
     if (g_hi == 0) g_lo = 0;
+    region_map(CUEMU_W);
     memset(g_miss, 0, sizeof g_miss);       /* a new region may hold one of them */
     cuemu_access_fast_update();
 }
@@ -453,15 +490,32 @@ static __attribute__((noinline)) region *find_region_slow(struct cuemu_worker *w
     return NULL;
 }
 
-/* The region holding address a, or NULL: the regions found last tried first, the latest
+/* The region holding address a, or NULL: the one found last, then the dynamic area and the
+   static regions' map (region_map), or, without a map, the regions found last, the latest
    first (a kernel's accesses mostly go to a few arrays: a tiled matmul's two tiles, a merge
-   sort's eight). */
-static inline region *find_region(struct cuemu_worker *w, uintptr_t a)
+   sort's eight). hit[0] and hit[1] are the fast path's (hooks.c). */
+static inline __attribute__((always_inline)) region *find_region(struct cuemu_worker *w,
+                                                                  uintptr_t a)
 {
     region **hit = w->fast.hit;
     if (a - w->lo >= w->hi - w->lo) return NULL;
     region *r = hit[0];
     if (a - (uintptr_t)r->lo < r->n) return r;
+    if (w->sspan) {
+        r = &w->reg[0];
+        if (a - (uintptr_t)r->lo >= r->n) {
+            uintptr_t off = a - w->slo;
+            if (off >= w->sspan) return NULL;
+            unsigned k = w->rmap[off / 4];
+            if (k == CUEMU_RMAP_SEVERAL) r = find_region_slow(w, a);
+            else if (!k || a - (uintptr_t)w->reg[k - 1].lo >= w->reg[k - 1].n) return NULL;
+            else r = &w->reg[k - 1];
+            if (!r) return NULL;
+        }
+        hit[1] = hit[0];
+        hit[0] = r;
+        return r;
+    }
     int i = 1;
     for (; i < CUEMU_HITS; i++) {
         r = hit[i];
@@ -483,11 +537,10 @@ static inline region *find_region(struct cuemu_worker *w, uintptr_t a)
 
 /* Everything about one access that the hooks' fast path (hooks.c) could not settle; pc is the
    code address of the access (the return address of the hook, or of the call here). */
-__attribute__((noinline)) void cuemu_access_slow(const void *addr, unsigned size, int write, void *pc)
+static inline __attribute__((always_inline)) void access_slow(struct cuemu_worker *w,
+                                                             const void *addr, unsigned size,
+                                                             int write, void *pc)
 {
-    /* the record read once: each use of cuemu_w in this file is a call of __tls_get_addr
-       (dynamic TLS of a library that Python loads), four or more per shared access before */
-    struct cuemu_worker *w = CUEMU_W;
     if (!w->pub.cur) return;
     uintptr_t a = (uintptr_t)addr;
     region *r = find_region(w, a);
@@ -517,9 +570,19 @@ __attribute__((noinline)) void cuemu_access_slow(const void *addr, unsigned size
     if (cuemu_access_observer) cuemu_access_observer(addr, size, write, pc);
 }
 
-/* The same, called from the fast path inlined into the kernel (hooks.c, CUEMU_HOOKS_LTO): this
-   call's own return address is the access's. */
-__attribute__((noinline)) void cuemu_access_slow_here(const void *addr, unsigned size, int write)
+__attribute__((noinline)) void cuemu_access_slow(const void *addr, unsigned size, int write, void *pc)
 {
-    cuemu_access_slow(addr, size, write, __builtin_return_address(0));
+    /* the record read once: each use of cuemu_w in this file is a call of __tls_get_addr
+       (dynamic TLS of a library that Python loads), four or more per shared access before */
+    access_slow(CUEMU_W, addr, size, write, pc);
+}
+
+/* The same, called from the fast path inlined into the kernel (hooks.c, CUEMU_HOOKS_LTO): this
+   call's own return address is the access's, and the kernel hands over the host thread's
+   record it has read already (a TLS lookup less, and one call instead of two: in NVIDIA's
+   mergeSort a billion shared accesses come here). */
+__attribute__((noinline)) void cuemu_access_slow_here(const void *addr, unsigned size, int write,
+                                                      struct cuemu_worker *w)
+{
+    access_slow(w, addr, size, write, __builtin_return_address(0));
 }

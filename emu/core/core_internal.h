@@ -55,6 +55,7 @@ struct cuemu_access_fast {
 #define CUEMU_MAX_REGIONS 256
 #define CUEMU_MISSES 8
 #define CUEMU_CO_FREE_LISTS 4
+#define CUEMU_RMAP_SEVERAL 0xFFFFu
 struct cuemu_worker {
     struct cuemu_tls pub;            /* first: cuemu_w points here */
     /* the lazy phase of a block (see g_lazy in sched.c), read by cuemu_thread_next (hooks.c):
@@ -67,6 +68,13 @@ struct cuemu_worker {
     region reg[CUEMU_MAX_REGIONS];
     int nreg;
     uintptr_t lo, hi;                /* bounding box of every region (0, 0: none) */
+    /* the slow path's map of the static regions (access.c, region_map): for each 4-byte word
+       of [slo, slo + sspan), 1 + the index of the one region in it, 0 for none, or
+       CUEMU_RMAP_SEVERAL; NULL when their span is too large to map (a linear search then) */
+    uint16_t *rmap;
+    uintptr_t slo, sspan;
+    size_t rmap_cap;
+    int rmap_nreg;                   /* the regions it was made for (static ones only come) */
     uint32_t wep[32];                /* each warp's rendezvous count */
     uintptr_t miss[CUEMU_MISSES];
     unsigned miss_next;
@@ -127,8 +135,10 @@ CUEMU_HIDDEN struct cuemu_worker *cuemu_w_call(void) __attribute__((const));
 #define cuemu_fast (CUEMU_W->fast)
 /* The slow path: every check of one access (pc: its code address). */
 CUEMU_HIDDEN void cuemu_access_slow(const void *addr, unsigned size, int write, void *pc);
-/* The same, with pc the return address of this call (from a fast path inlined at the access). */
-CUEMU_HIDDEN void cuemu_access_slow_here(const void *addr, unsigned size, int write);
+/* The same, with pc the return address of this call (from a fast path inlined at the access),
+   w the caller's CUEMU_W. */
+CUEMU_HIDDEN void cuemu_access_slow_here(const void *addr, unsigned size, int write,
+                                         struct cuemu_worker *w);
 /* Recomputes cuemu_fast (the observer, the regions or the zones changed). */
 void cuemu_access_fast_update(void);
 void cuemu_access_launch_end(void);

@@ -24,7 +24,7 @@
 
 #ifdef CUEMU_HOOKS_LTO
 #define HOOK_INLINE __attribute__((always_inline))
-#define SLOW(p, n, w) cuemu_access_slow_here((p), (n), (w))
+#define SLOW(p, n, w) cuemu_access_slow_here((p), (n), (w), CUEMU_W)
 #else
 #define HOOK_INLINE
 #define SLOW(p, n, w) cuemu_access_slow((p), (n), (w), __builtin_return_address(0))

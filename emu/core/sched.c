@@ -2516,6 +2516,7 @@ static void *helper_main(void *arg)
     cuemu_access_launch_end();
     g_nshared = 0;
     me->w.nreg = 0;
+    me->w.rmap_nreg = -1;           /* the next thread's regions are elsewhere */
     cuemu_cur = NULL;
     g_dsm_base = NULL;
     me->w.pub.mt = 0;

@@ -537,6 +537,32 @@ struct shared_reg {
     shared_reg(void *p, size_t n) { cuemu_shared_register(p, n); }
     shared_reg(void *p, size_t n, const char *name) { cuemu_shared_register_named(p, n, name); }
 };
+/* The same for a declaration in a block (the rewriter's choice where it can tell): done is a
+   thread_local flag of the declaration's own, read and set by instructions of their own
+   rather than through the load and store hooks (it lies among the shared variables, where
+   every hooked access takes the slow path). */
+static inline __attribute__((always_inline)) void shared_once(unsigned char &done, void *p,
+                                                              size_t n, const char *name)
+{
+    unsigned char d;
+#if defined(__x86_64__)
+    __asm__("movzbl %1, %k0" : "=r"(d) : "m"(done));
+#elif defined(__aarch64__)
+    __asm__("ldrb %w0, %1" : "=r"(d) : "m"(done));
+#else
+    d = done;
+#endif
+    if (__builtin_expect(d == 0, 0)) {
+#if defined(__x86_64__)
+        __asm__("movb $1, %0" : "=m"(done));
+#elif defined(__aarch64__)
+        __asm__("strb %w1, %0" : "=m"(done) : "r"(1));
+#else
+        done = 1;
+#endif
+        cuemu_shared_register_named(p, n, name);
+    }
+}
 }  // namespace cuemu
 
 // ---- dynamic shared memory (the rewriter's target for `extern __shared__ T name[];`) ---------

@@ -1226,12 +1226,37 @@ static int in_directive(size_t i)
     return src[b] == '#';
 }
 
+/* 1 when position p is in a function's body (a block), not at namespace or class scope: its
+   innermost enclosing `{` follows a `)` (a function's or a statement's), another brace, a `;`,
+   or `else`, `do`, `try`. A body this does not recognise (after `const`, `noexcept`, a lambda's
+   `mutable`) counts as no block: the registration that works at every scope is used there. */
+static int in_block(size_t p)
+{
+    int depth = 0;
+    for (size_t k = p; k-- > 0;) {
+        if (!code[k]) continue;
+        if (src[k] == '}') depth++;
+        else if (src[k] == '{' && depth-- == 0) {
+            size_t b = skip_ws_back(k), q = b;
+            if (b == 0) return 0;
+            if (strchr("){};", src[b - 1])) return 1;
+            while (q > 0 && is_id(src[q - 1]) && code[q - 1]) q--;
+            return word_is(q, b - q, "else") || word_is(q, b - q, "do") || word_is(q, b - q, "try");
+        }
+    }
+    return 0;
+}
+
 /* `__shared__` (not extern) at sh: becomes `static` (unless the declaration says it already),
-   and each declared name is registered for poisoning. Returns the position after the ';'. */
+   and each declared name is registered for poisoning. In a block the registration is a
+   statement that tests a flag of its own (cuemu::shared_once), not a guarded static, whose
+   guard lies between the shared variables and made each thread that passed the declaration
+   take the hooks' slow path (NVIDIA's mergeSort: 100 million times). Returns the position
+   after the ';'. */
 static size_t rewrite_static_shared(size_t sh)
 {
     size_t semi = decl_end(sh + 10), b = sh;
-    int depth = 0, has_static = 0;
+    int depth = 0, has_static = 0, block = in_block(sh);
     while (b > 0 && !(code[b - 1] && (src[b - 1] == ';' || src[b - 1] == '{'
                                       || src[b - 1] == '}' || src[b - 1] == ')')))
         b--;
@@ -1263,7 +1288,14 @@ static size_t rewrite_static_shared(size_t sh)
         }
         size_t ne = skip_ws_back(stop ? stop : end), nb = ne;
         while (nb > start && is_id(src[nb - 1])) nb--;
-        if (nb < ne) {
+        if (nb < ne && block) {
+            int l = (int)(ne - nb);
+            const char *v = src + nb;
+            fprintf(out, " static thread_local unsigned char cuemu_shared_once_%.*s_%d; "
+                    "::cuemu::shared_once(cuemu_shared_once_%.*s_%d, __builtin_addressof(%.*s), "
+                    "sizeof(%.*s), \"%.*s\");", l, v, line_of(sh), l, v, line_of(sh), l, v, l, v,
+                    l, v);
+        } else if (nb < ne) {
             fprintf(out, " static thread_local ::cuemu::shared_reg cuemu_shared_reg_%.*s_%d("
                     "__builtin_addressof(%.*s), sizeof(%.*s), \"%.*s\");", (int)(ne - nb), src + nb,
                     line_of(sh), (int)(ne - nb), src + nb, (int)(ne - nb), src + nb,

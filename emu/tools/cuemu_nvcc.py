@@ -278,23 +278,75 @@ def classify(path, lang):
                "with another suffix)")
 
 
-def run(cmd, o):
+class Failed(Exception):
+    """A command of a compile run beside others failed: its exit status."""
+    def __init__(self, rc):
+        super().__init__(rc)
+        self.rc = rc
+
+
+def run(cmd, o, out=None):
+    """Runs cmd; out: a list that takes its output instead of the terminal (a compile run
+    beside others, whose output is shown afterwards in the order of the inputs)."""
     if o.verbose:
         print("#$ " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr)
     if o.dryrun:
         return
     try:
-        rc = subprocess.call(cmd)
+        if out is None:
+            rc = subprocess.call(cmd)
+        else:
+            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            out.append(p.stdout.decode("utf-8", "replace"))
+            rc = p.returncode
     except FileNotFoundError:
         raise Fail(f"cannot run '{cmd[0]}': is it installed and on the PATH?")
     if rc != 0:
+        if out is not None:
+            raise Failed(rc if rc > 0 else 1)
         raise SystemExit(rc if rc > 0 else 1)
+
+
+def cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def compile_all(o, jobs, work):
+    """Compiles jobs [(src, lang, obj)]: one at a time as nvcc does when there is one, or -v or
+    -dryrun shows the commands; else on every core this process may use, each compile's output
+    (warnings, errors) shown afterwards in the order of the inputs, and the first failure's
+    status returned as nvcc's would be (mergeSort's five files: 3.5 s one after another)."""
+    if len(jobs) < 2 or o.verbose or o.dryrun or cores() < 2:
+        for src, lang, obj in jobs:
+            compile_one(o, src, lang, obj, work)
+        return
+    import concurrent.futures
+
+    def one(job):
+        out = []
+        try:
+            compile_one(o, *job, work, out)
+            return 0, out
+        except Failed as e:
+            return e.rc, out
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(cores(), len(jobs))) as pool:
+        results = list(pool.map(one, jobs))
+    failed = 0
+    for rc, out in results:
+        sys.stderr.write("".join(out))
+        failed = failed or rc
+    sys.stderr.flush()
+    if failed:
+        raise SystemExit(failed)
 
 
 QUOTED_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
 
 
-def rewrite_headers(o, path, srcdir, hdrdir, seen):
+def rewrite_headers(o, path, srcdir, hdrdir, seen, out=None):
     """The "quoted" headers a .cu includes (and theirs), below its folder, that declare
     __shared__ variables or launch kernels: rewritten like the .cu into the same place under
     hdrdir, which is searched first. `extern __shared__ T s[];` in a header (a common
@@ -316,12 +368,12 @@ def rewrite_headers(o, path, srcdir, hdrdir, seen):
             dest = os.path.join(hdrdir, rel)
             if not o.dryrun:
                 os.makedirs(os.path.dirname(dest), exist_ok=True)
-            run([EMU_REWRITE, inc, dest], o)
-        rewrite_headers(o, inc, srcdir, hdrdir, seen)
+            run([EMU_REWRITE, inc, dest], o, out)
+        rewrite_headers(o, inc, srcdir, hdrdir, seen, out)
 
 
-def compile_one(o, src, lang, obj, work):
-    """Rewrites a .cu like `make` does, then compiles it (or a .cpp/.c) to obj."""
+def compile_one(o, src, lang, obj, work, out=None):
+    """Rewrites a .cu like `make` does, then compiles it (or a .cpp/.c) to obj (out: see run)."""
     if not os.path.isfile(src):
         raise Fail(f"'{src}': no such file")
     srcdir = os.path.dirname(os.path.abspath(src))
@@ -330,25 +382,25 @@ def compile_one(o, src, lang, obj, work):
     quote = ["-iquote", srcdir]
     if lang == "cu":
         hdrdir = os.path.join(work, os.path.basename(obj) + ".h")
-        rewrite_headers(o, os.path.abspath(src), srcdir, hdrdir, set())
+        rewrite_headers(o, os.path.abspath(src), srcdir, hdrdir, set(), out)
         if os.path.isdir(hdrdir):
             quote = ["-iquote", hdrdir] + quote
         stem = os.path.splitext(os.path.basename(src))[0]
         cpp = (stem + ".cuemu.cpp" if o.keep
                else os.path.join(work, os.path.basename(obj) + ".cpp"))
-        run([EMU_REWRITE, src, cpp], o)
+        run([EMU_REWRITE, src, cpp], o, out)
         run([o.cxx] + EMU_CXXFLAGS + CU_DEFINES + quote + o.cflags + o.xcompiler
-            + ["-c", "-o", obj, cpp], o)
+            + ["-c", "-o", obj, cpp], o, out)
     elif lang == "c++":
         run([o.cxx] + EMU_CXXFLAGS + HOST_DEFINES + quote + o.cflags + o.xcompiler
-            + ["-c", "-o", obj, src], o)
+            + ["-c", "-o", obj, src], o, out)
     else:  # C: the same debug, optimisation and include flags, without the C++ ones
         cflags = [f for f in EMU_CXXFLAGS if not f.startswith("-std=")]
         if "-include" in cflags:
             k = cflags.index("-include")
             del cflags[k:k + 2]
         cflags = [f for f in cflags + o.cflags if not f.startswith("-std=c++")] + o.xcompiler
-        run([CC] + cflags + HOST_DEFINES + quote + ["-c", "-o", obj, src], o)
+        run([CC] + cflags + HOST_DEFINES + quote + ["-c", "-o", obj, src], o, out)
 
 
 def drop_stale_pch(flags):
@@ -373,7 +425,7 @@ def main(argv):
                    "run make cuemu-nvcc in the course's folder")
     work = tempfile.mkdtemp(prefix="cuemu-nvcc.")
     try:
-        objs = []
+        objs, jobs = [], []
         for k, (src, lang) in enumerate(o.inputs):
             if lang == "link":
                 objs.append(src)
@@ -383,8 +435,9 @@ def main(argv):
                 obj = o.output or stem + ".o"
             else:
                 obj = os.path.join(work, f"{k}_{stem}.o")
-            compile_one(o, src, lang, obj, work)
+            jobs.append((src, lang, obj))
             objs.append(obj)
+        compile_all(o, jobs, work)
         if o.compile_only:
             return 0
         out = o.output or "a.out"

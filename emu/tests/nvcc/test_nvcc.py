@@ -122,6 +122,16 @@ def case_diagnostics(nvcc, work):
     rc, _, err = sh([nvcc, "-o", os.path.join(work, "bad"), "bad.cu"], work)
     check(rc != 0 and re.search(r"bad\.cu:3:\d+: error: .*undeclared", err) is not None,
           "a compile error names the line of the .cu file")
+    # several sources, compiled at once: each one's messages whole and in the order given, the
+    # failure's status, no program
+    warn = os.path.join(work, "warn.cu")
+    with open(warn, "w") as f:
+        f.write("__device__ int twice(int x) { x + 1; return 2 * x; }\n")
+    prog = os.path.join(work, "two")
+    rc, _, err = sh([nvcc, "-o", prog, "warn.cu", "bad.cu"], work)
+    w, e = err.find("warn.cu:1:"), err.find("bad.cu:3:")
+    check(rc != 0 and 0 <= w < e and not os.path.exists(prog),
+          "two sources, one failing: both files' messages, in order, and no program")
 
 
 def case_options(nvcc, work):
