@@ -34,9 +34,16 @@
  *                 CUEMU_CO_END(p) }
  *
  * (a cooperative-groups thread_block's sync() is a __syncthreads too) unless its body waits in
- * any other way: a function of this file (or a macro) that waits, a warp operation, other
- * cooperative groups, a lambda, inline asm (see split_plan), or it declares a local array
- * (has_local_array).
+ * any other way: a function of this file (or a macro) that waits and is not a split helper, a
+ * warp operation, other cooperative groups, a lambda, inline asm (see plan_split), or it
+ * declares a local array (has_local_array). A split helper is a `void` __device__ function of
+ * the file (static, inline or a template) that waits the same way and is called only as a
+ * statement (plan_helpers):
+ *
+ *   __device__ void step(P p) { ... __syncthreads(); }  ->  __device__ CUEMU_CO_SUB step(P p)
+ *                                                            { ... CUEMU_CO_HSYNC(); }
+ *   step(x);   (in a split kernel or helper)            ->  CUEMU_CO_AWAIT_BEGIN step(x)
+ *                                                            CUEMU_CO_AWAIT_END;
  *
  * The output starts with `#line 1 "IN.cu"` and keeps every newline of the input where it was,
  * so a compiler error in the .cpp points at the student's line in the .cu file.
@@ -497,7 +504,7 @@ static int has_local_array(size_t a, size_t b)
 }
 
 /* Functions (and function-like macros) of this file that wait: their names. A call of one from
-   a kernel's body keeps the kernel on fibers. Found as `name ( ... ) ... {` definitions whose
+   a kernel's body keeps the kernel on fibers, unless it is a split helper (plan_helpers). Found as `name ( ... ) ... {` definitions whose
    body waits, directly or through another such name, and #define lines that wait. */
 typedef struct {
     size_t name, len, bo, bc;
@@ -853,7 +860,8 @@ static void split_plan(size_t name, size_t name_end, size_t po, size_t pc, size_
 }
 
 /* Split helpers: functions of this file that wait and can be split like a kernel. Such a
-   function is `void` and __device__ (not __host__, not a kernel), is defined once, is named
+   function is `void` and __device__ (not __host__, not a kernel), static, inline or a
+   template (no other file calls it, or sees its type), is defined once, is named
    only in calls that are whole statements, and waits only as a split kernel may (plan_split),
    counting calls of other split helpers. Its return type becomes CUEMU_CO_SUB, so each call
    of it is a coroutine's (cuemu_split.h): a split caller awaits it; code on fibers runs it to
@@ -863,6 +871,9 @@ static void plan_helpers(void)
 {
     static const char *const not_split[] = { "__host__", "__global__", "virtual", "constexpr",
                                              "operator" };
+    /* a function another file may call (relocatable device code, a header's prototype) must
+       keep its type: only static, inline and template functions are split */
+    static const char *const file_own[] = { "static", "inline", "__inline__", "__forceinline__" };
     find_waiting_functions();
     for (size_t d = 0; d < nfdefs; d++) {
         fdef *f = &fdefs[d];
@@ -870,15 +881,18 @@ static void plan_helpers(void)
         size_t t = skip_ws_back(f->name), q = t;
         while (q > 0 && is_id(src[q - 1]) && code[q - 1]) q--;
         if (!word_is(q, t - q, "void")) continue;
-        int device = 0, refused = 0;
-        for (size_t p = skip_ws_back(q); p > 0 && is_id(src[p - 1]) && code[p - 1];) {
+        int device = 0, refused = 0, own = 0;
+        size_t p = skip_ws_back(q);
+        while (p > 0 && is_id(src[p - 1]) && code[p - 1]) {
             size_t e = p;
             while (p > 0 && is_id(src[p - 1]) && code[p - 1]) p--;
             device |= word_is(p, e - p, "__device__");
             refused |= WORD_IN(p, e - p, not_split);
+            own |= WORD_IN(p, e - p, file_own);
             p = skip_ws_back(p);
         }
-        if (!device || refused) continue;
+        own |= p > 0 && src[p - 1] == '>';     /* a template's header */
+        if (!device || refused || !own) continue;
         int alone = 1;
         for (size_t o = 0; o < nfdefs; o++)
             if (o != d && fdefs[o].len == f->len && !strncmp(src + fdefs[o].name, src + f->name, f->len))

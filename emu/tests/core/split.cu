@@ -38,13 +38,13 @@ __global__ void tree_kernel(const int *in, int *out, int n)
 
 // the same reduction through a helper that waits (a split helper: a coroutine the kernel
 // awaits, called in a loop), and through another that calls it (helpers nest)
-__device__ void tree_step(int *s, unsigned step)
+static __device__ void tree_step(int *s, unsigned step)
 {
     if (threadIdx.x < step) s[threadIdx.x] += s[threadIdx.x + step];
     __syncthreads();
 }
 
-__device__ void tree_steps(int *s, unsigned from)
+inline __device__ void tree_steps(int *s, unsigned from)
 {
     for (unsigned step = from; step > 0; step /= 2) tree_step(s, step);
 }
@@ -74,7 +74,7 @@ __global__ void tree_fibers_kernel(const int *in, int *out, int n)
 }
 
 // a helper's __syncthreads_count, split and on fibers
-__device__ void count_odd(int *out)
+static __device__ void count_odd(int *out)
 {
     int c = __syncthreads_count(threadIdx.x & 1);
     out[threadIdx.x] = c;
@@ -140,7 +140,7 @@ __global__ void fault_after_barrier_kernel(int *out, int n)
 
 // threads 0..31 leave before a helper's barrier, which the others wait at
 [[maybe_unused]] static const int kHelperBarrier = __LINE__ + 4;
-__device__ void publish(int *s)
+static __device__ void publish(int *s)
 {
     s[threadIdx.x] = (int)threadIdx.x;
     __syncthreads();

@@ -4,9 +4,10 @@
 usage: split_plan.py CUEMU_REWRITE
 A kernel is split only when it waits with __syncthreads (and _count, _and, _or) or a
 cooperative-groups thread_block's sync, in its own body or in a split helper it calls (a `void`
-__device__ function of the file, defined once and called only as a statement, that waits the
+__device__ function of the file (static, inline or a template: no other file sees its type),
+defined once and called only as a statement, that waits the
 same way: it becomes a coroutine the kernel awaits); anything else that waits, in the body or
-in a function or macro of the file it calls (directly or not), keeps it on fibers, where
+in a function (not a split helper) or macro of the file it calls (directly or not), keeps it on fibers, where
 every wait works; so does a local array (it would live in the coroutine's frame). The
 coroutine takes the kernel's parameters as its own, or captures them
 when one has no name. A split the core cannot run is refused at run time (emu/tests/core/split.cu),
@@ -27,17 +28,18 @@ import tempfile
 CASES = r'''
 namespace cg = cooperative_groups;
 #define BARRIER() __syncthreads()
-__device__ void helper(float *s) { s[threadIdx.x] = 0; __syncthreads(); }
-__device__ void outer(float *s) { helper(s); }
+static __device__ void helper(float *s) { s[threadIdx.x] = 0; __syncthreads(); }
+template <int N> __device__ void outer(float *s) { helper(s); }
 __device__ float plain(float x) { return 2 * x; }
 __device__ float warp_sum(float v) { return v + __shfl_down_sync(0xffffffffu, v, 1); }
-__device__ void helper_warp(float *s) { __syncthreads(); s[0] = __shfl_sync(0xffffffffu, s[1], 0); }
-__device__ float helper_value(float *s) { __syncthreads(); return s[0]; }
-__device__ void helper_expr(float *s) { __syncthreads(); }
-__device__ void helper_proto(float *s);
-__device__ void helper_proto(float *s) { __syncthreads(); }
-__host__ __device__ void helper_host(float *s) { __syncthreads(); }
-__device__ void helper_array(float *s) { float a[2] = {s[0], s[1]}; __syncthreads(); s[2] = a[1]; }
+__device__ void helper_extern(float *s) { __syncthreads(); }
+inline __device__ void helper_warp(float *s) { __syncthreads(); s[0] = __shfl_sync(0xffffffffu, s[1], 0); }
+inline __device__ float helper_value(float *s) { __syncthreads(); return s[0]; }
+inline __device__ void helper_expr(float *s) { __syncthreads(); }
+static __device__ void helper_proto(float *s);
+static __device__ void helper_proto(float *s) { __syncthreads(); }
+inline __host__ __device__ void helper_host(float *s) { __syncthreads(); }
+inline __device__ void helper_array(float *s) { float a[2] = {s[0], s[1]}; __syncthreads(); s[2] = a[1]; }
 
 __global__ void split_direct(float *p) { __shared__ float s[32]; s[threadIdx.x] = plain(p[0]);
     __syncthreads(); if (threadIdx.x) return; p[0] = s[1]; }
@@ -48,9 +50,10 @@ __global__ void split_cg_auto(int *p) { auto blk = cg::this_thread_block(); blk.
 template <int N> __global__ void split_template(int *p) { p[N] = 1; __syncthreads(); }
 __global__ void split_unnamed(int *p, int) { __syncthreads(); p[0] = 1; }
 __global__ void split_helper(float *p) { __shared__ float s[32]; helper(s); }
-__global__ void split_outer(float *p) { __shared__ float s[32]; outer(s); __syncthreads(); }
+__global__ void split_outer(float *p) { __shared__ float s[32]; outer<1>(s); __syncthreads(); }
 __global__ void split_helper_loop(float *p) { __shared__ float s[32];
-    for (int k = 0; k < 4; k++) if (k & 1) helper(s); else { outer(s); } }
+    for (int k = 0; k < 4; k++) if (k & 1) helper(s); else { outer<2>(s); } }
+__global__ void keep_helper_extern(float *p) { __shared__ float s[32]; helper_extern(s); }
 __global__ void keep_helper_warp(float *p) { __shared__ float s[32]; helper_warp(s); }
 __global__ void keep_helper_value(float *p) { __shared__ float s[32]; p[0] = helper_value(s); }
 __global__ void keep_helper_expr(float *p) { __shared__ float s[32];
@@ -142,7 +145,7 @@ def main():
         if split and re.search(r"\breturn\b|__syncthreads\b|\.sync\(|cg::sync", body):
             errors.append(f"{name}: split, but a return or a barrier was left as it was:\n{body}")
     # split helpers: a coroutine's return type and barriers; the others as written
-    for name, split in (("helper", True), ("outer", True), ("helper_warp", False),
+    for name, split in (("helper", True), ("outer", True), ("helper_extern", False), ("helper_warp", False),
                         ("helper_value", False), ("helper_expr", False), ("helper_proto", False),
                         ("helper_host", False), ("helper_array", False), ("plain", False)):
         line = next(l for l in text.split("\n") if re.search(rf"\b{name}\(float \*s\) {{", l)
