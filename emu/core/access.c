@@ -280,8 +280,10 @@ static const char *var_desc(const region *r, const char *a, char *buf, size_t n)
     return buf;
 }
 
-static void race(const region *r, const char *a, const char *kind, int t_other, void *pc_other,
-                 const char *other_what, const char *this_what, void *pc)
+static __attribute__((noinline, cold)) void race(const region *r, const char *a, const char *kind,
+                                                 int t_other, void *pc_other,
+                                                 const char *other_what, const char *this_what,
+                                                 void *pc)
 {
     char s1[512], s2[512], v[200], msg[2048];
     unsigned me[3], ot[3];
@@ -406,7 +408,8 @@ void cuemu_access_forget(const void *lo, const void *hi)
     if (g_nzone != before) zone_bounds();
 }
 
-static void zone_hit(const zone *z, uintptr_t a, int write, void *pc)
+static __attribute__((noinline, cold)) void zone_hit(const zone *z, uintptr_t a, int write,
+                                                     void *pc)
 {
     char s[512], msg[1500];
     unsigned me[3];
