@@ -110,25 +110,18 @@ struct co_sub {
     void await_resume() const noexcept {}
 };
 
-// A helper's __syncthreads: in split code the frame waits (co_bar); on a fiber, the fibers'
-// barrier, after which the helper goes on at once.
-struct co_bar_any {
-    const char *file;
-    int line;
+// A helper's __syncthreads: in split code the frame waits, as a kernel's (co_bar); on a fiber,
+// the fibers' barrier, after which the helper goes on at once. (A kernel's own barriers keep
+// co_bar: a split kernel always runs split, and its barriers ask nothing.)
+struct co_bar_any : co_bar {
     bool await_ready() const noexcept
     {
         if (::cuemu_co_is_active()) return false;
         ::cuemu_syncthreads(file, line);
         return true;
     }
-    void await_suspend(std::coroutine_handle<> h) const noexcept
-    { ::cuemu_co_wait(h.address(), 0, file, line); }
-    void await_resume() const noexcept {}
 };
-struct co_bar_op_any {
-    int op, pred;
-    const char *file;
-    int line;
+struct co_bar_op_any : co_bar_op {
     mutable int fiber_result = -1;
     bool await_ready() const noexcept
     {
@@ -136,10 +129,8 @@ struct co_bar_op_any {
         fiber_result = ::cuemu_syncthreads_op(op, pred, file, line);
         return true;
     }
-    void await_suspend(std::coroutine_handle<> h) const noexcept
-    { ::cuemu_co_wait(h.address(), pred, file, line); }
     int await_resume() const noexcept
-    { return fiber_result >= 0 ? fiber_result : ::cuemu_co_result(op); }
+    { return fiber_result >= 0 ? fiber_result : co_bar_op::await_resume(); }
 };
 
 // The kernel's body as a coroutine lambda, run by the calling thread up to its first barrier.
@@ -181,13 +172,13 @@ static inline void co_kernel_capture(F &&f)
 #define CUEMU_CO_SUB ::cuemu::co_sub
 #define CUEMU_CO_AWAIT_BEGIN (co_await
 #define CUEMU_CO_AWAIT_END )
-#define CUEMU_CO_HSYNC() (co_await ::cuemu::co_bar_any{__FILE__, __LINE__})
+#define CUEMU_CO_HSYNC() (co_await ::cuemu::co_bar_any{{__FILE__, __LINE__}})
 #define CUEMU_CO_HSYNC_COUNT(p) \
-    (co_await ::cuemu::co_bar_op_any{0, (p) ? 1 : 0, __FILE__, __LINE__})
+    (co_await ::cuemu::co_bar_op_any{{0, (p) ? 1 : 0, __FILE__, __LINE__}})
 #define CUEMU_CO_HSYNC_AND(p) \
-    (co_await ::cuemu::co_bar_op_any{1, (p) ? 1 : 0, __FILE__, __LINE__})
+    (co_await ::cuemu::co_bar_op_any{{1, (p) ? 1 : 0, __FILE__, __LINE__}})
 #define CUEMU_CO_HSYNC_OR(p) \
-    (co_await ::cuemu::co_bar_op_any{2, (p) ? 1 : 0, __FILE__, __LINE__})
+    (co_await ::cuemu::co_bar_op_any{{2, (p) ? 1 : 0, __FILE__, __LINE__}})
 #else
 #define CUEMU_SPLIT 0
 #define CUEMU_CO_BEGIN(...)

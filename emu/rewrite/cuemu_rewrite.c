@@ -178,6 +178,13 @@ static size_t skip_ws_fwd(size_t p)
     return p;
 }
 
+/* The start of the identifier that ends at e (one past its last character); e when none does. */
+static size_t id_start(size_t e)
+{
+    while (e > 0 && is_id(src[e - 1]) && code[e - 1]) e--;
+    return e;
+}
+
 /* Start of the kernel expression that ends just before `end` (the `<<<`): an id-expression,
    possibly qualified and with template arguments, or a parenthesised expression. */
 static size_t kernel_start(size_t end)
@@ -204,8 +211,7 @@ static size_t kernel_start(size_t end)
             }
             p = skip_ws_back(p);
         }
-        size_t q = p;
-        while (q > 0 && is_id(src[q - 1]) && code[q - 1]) q--;
+        size_t q = id_start(p);
         if (q == p) die("%s:%d: cannot find the kernel name before <<<", in_path, line_of(end));
         p = q;
         size_t r = skip_ws_back(p);
@@ -574,8 +580,7 @@ static void find_waiting_functions(void)
             continue;
         }
         if (src[i] != '(') continue;
-        size_t ne = skip_ws_back(i), nm = ne;
-        while (nm > 0 && is_id(src[nm - 1]) && code[nm - 1]) nm--;
+        size_t ne = skip_ws_back(i), nm = id_start(ne);
         if (nm == ne || isdigit((unsigned char)src[nm]) || is_keyword(nm, ne - nm)) continue;
         size_t close = match_close(i), k = close + 1;
         /* const, noexcept, override, a trailing return type: no `(`, `;`, `=` or `,` */
@@ -740,21 +745,24 @@ static size_t call_end(size_t w, size_t len)
     return match_close(p) + 1;
 }
 
-/* 1 when the call of the word [w, w + len) is a whole statement: `f(...);` after a `;`, a
-   brace, a condition's `)`, `else` or `do` (what `CUEMU_CO_AWAIT_BEGIN f(...)
-   CUEMU_CO_AWAIT_END;` can stand for). */
+/* 1 when a statement (or a block) can start at p: what comes before it ends with a `;`, a
+   brace, a `)` (a condition's, a function's parameters), or `else`, `do`, `try`. */
+static int statement_start(size_t p)
+{
+    size_t b = skip_ws_back(p), q = id_start(b);
+    if (b == 0) return 0;
+    if (strchr(";{})", src[b - 1])) return 1;
+    return word_is(q, b - q, "else") || word_is(q, b - q, "do") || word_is(q, b - q, "try");
+}
+
+/* 1 when the call of the word [w, w + len) is a whole statement, `f(...);` where a statement
+   starts (what `CUEMU_CO_AWAIT_BEGIN f(...) CUEMU_CO_AWAIT_END;` can stand for). */
 static int call_statement(size_t w, size_t len)
 {
     size_t e = call_end(w, len);
     if (!e || in_directive(w)) return 0;
     size_t a = skip_ws_fwd(e);
-    if (a >= n || src[a] != ';') return 0;
-    size_t b = skip_ws_back(w);
-    if (b == 0) return 0;
-    if (strchr(";{})", src[b - 1])) return 1;
-    size_t q = b;
-    while (q > 0 && is_id(src[q - 1]) && code[q - 1]) q--;
-    return word_is(q, b - q, "else") || word_is(q, b - q, "do");
+    return a < n && src[a] == ';' && statement_start(w);
 }
 
 /* The split of a kernel's body or a split helper's: the edits that make the code [from, bc) a
@@ -878,14 +886,13 @@ static void plan_helpers(void)
     for (size_t d = 0; d < nfdefs; d++) {
         fdef *f = &fdefs[d];
         if (!f->po || !f->waits || in_directive(f->name)) continue;
-        size_t t = skip_ws_back(f->name), q = t;
-        while (q > 0 && is_id(src[q - 1]) && code[q - 1]) q--;
+        size_t t = skip_ws_back(f->name), q = id_start(t);
         if (!word_is(q, t - q, "void")) continue;
         int device = 0, refused = 0, own = 0;
         size_t p = skip_ws_back(q);
-        while (p > 0 && is_id(src[p - 1]) && code[p - 1]) {
+        while (id_start(p) < p) {
             size_t e = p;
-            while (p > 0 && is_id(src[p - 1]) && code[p - 1]) p--;
+            p = id_start(p);
             device |= word_is(p, e - p, "__device__");
             refused |= WORD_IN(p, e - p, not_split);
             own |= WORD_IN(p, e - p, file_own);
@@ -1241,8 +1248,8 @@ static int in_directive(size_t i)
 }
 
 /* 1 when position p is in a function's body (a block), not at namespace or class scope: its
-   innermost enclosing `{` follows a `)` (a function's or a statement's), another brace, a `;`,
-   or `else`, `do`, `try`. A body this does not recognise (after `const`, `noexcept`, a lambda's
+   innermost enclosing `{` stands where a statement starts (statement_start: after a function's
+   `)`, a brace, ...). A body this does not recognise (after `const`, `noexcept`, a lambda's
    `mutable`) counts as no block: the registration that works at every scope is used there. */
 static int in_block(size_t p)
 {
@@ -1250,13 +1257,7 @@ static int in_block(size_t p)
     for (size_t k = p; k-- > 0;) {
         if (!code[k]) continue;
         if (src[k] == '}') depth++;
-        else if (src[k] == '{' && depth-- == 0) {
-            size_t b = skip_ws_back(k), q = b;
-            if (b == 0) return 0;
-            if (strchr("){};", src[b - 1])) return 1;
-            while (q > 0 && is_id(src[q - 1]) && code[q - 1]) q--;
-            return word_is(q, b - q, "else") || word_is(q, b - q, "do") || word_is(q, b - q, "try");
-        }
+        else if (src[k] == '{' && depth-- == 0) return statement_start(k);
     }
     return 0;
 }
