@@ -79,6 +79,7 @@ static uintptr_t g_zlo = UINTPTR_MAX, g_zhi;    /* bounding box of the guard zon
 void cuemu_access_worker_init(struct cuemu_worker *w)
 {
     w->fast.lo = w->fast.span = 0;
+    w->fast.slo = w->fast.sspan = 0;
     w->fast.zlo = UINTPTR_MAX;
     w->fast.zhi = 0;
     w->fast.epoch = 1;
@@ -90,19 +91,32 @@ void cuemu_access_worker_init(struct cuemu_worker *w)
 void cuemu_access_fast_update(void)
 {
     struct cuemu_access_fast *f = &cuemu_fast;
+    f->slo = f->sspan = 0;
     if (!g_armed) {
         f->lo = f->span = 0;
         f->zlo = UINTPTR_MAX;
         f->zhi = 0;
     } else if (cuemu_access_observer) {
-        f->lo = f->span = 0;
+        f->lo = 0;
+        f->span = UINTPTR_MAX;
         f->zlo = 0;
         f->zhi = UINTPTR_MAX;
     } else {
-        f->lo = g_lo;
-        f->span = g_race_on ? g_hi - g_lo : 0;
+        f->slo = g_lo;
+        f->sspan = g_race_on ? g_hi - g_lo : 0;
         f->zlo = g_zlo;
         f->zhi = g_zhi;
+        /* the box: the shared regions and the zones, these from 15 bytes before the first (an
+           access of up to 16 bytes that starts there reaches into it) */
+        uintptr_t lo = UINTPTR_MAX, hi = 0;
+        if (f->sspan) { lo = f->slo; hi = f->slo + f->sspan; }
+        if (g_zhi > g_zlo) {
+            uintptr_t zl = g_zlo > 15 ? g_zlo - 15 : 0;
+            if (zl < lo) lo = zl;
+            if (g_zhi > hi) hi = g_zhi;
+        }
+        f->lo = hi > lo ? lo : 0;
+        f->span = hi > lo ? hi - lo : 0;
     }
 }
 

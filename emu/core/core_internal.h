@@ -38,12 +38,15 @@ typedef struct {
 } region;
 
 /* What the hooks' inline fast path reads (kept by access.c): an access needs the slow path
-   when it lies in [lo, lo + span) (where shared regions are) and is not a read of a quiet word
-   of hit[0] or hit[1], or when it touches [zlo, zhi) (where guard zones are). hit[]: the regions
-   the last shared accesses hit, the latest first (CUEMU_HITS of them, for the slow path). */
+   when it lies in [slo, slo + sspan) (where shared regions are) and is not a read of a quiet
+   word of hit[0] or hit[1], or when it touches [zlo, zhi) (where guard zones are). [lo, lo +
+   span) holds both: an access outside it (most global accesses, every coroutine frame's) is
+   settled by one compare. hit[]: the regions the last shared accesses hit, the latest first
+   (CUEMU_HITS of them, for the slow path). */
 #define CUEMU_HITS 8
 struct cuemu_access_fast {
     uintptr_t lo, span;
+    uintptr_t slo, sspan;
     uintptr_t zlo, zhi;
     region   *hit[CUEMU_HITS];
     uint32_t  epoch;             /* the block-wide barrier epoch */

@@ -35,7 +35,8 @@
 static inline __attribute__((always_inline)) int fast_done(uintptr_t a, unsigned size, int write)
 {
     const struct cuemu_access_fast *f = &cuemu_fast;
-    if (a - f->lo >= f->span) return a + size <= f->zlo || a >= f->zhi;
+    if (a - f->lo >= f->span) return 1;
+    if (a - f->slo >= f->sspan) return a + size <= f->zlo || a >= f->zhi;
     /* an atomic's own load and store: the race check leaves them out (cuemu_access_slow), so
        only the guard zones remain (the regions' bounding box may span global memory too) */
     if (CUEMU_W->pub.atomic_depth) return a + size <= f->zlo || a >= f->zhi;
