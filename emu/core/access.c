@@ -475,7 +475,9 @@ static inline __attribute__((always_inline)) void word_access(struct cuemu_worke
     } else if (s->r_epoch == ep && s->r_tid != me && (s->r_mask & mask)) {
         s->r_tid = -2;
         s->r_mask |= mask;
-        if (s->r_mask == 0xF && (s->w_epoch != ep || !s->w_mask)) s->quiet = ep;
+        /* (never while an observer watches: the hooks' fast path would settle such reads) */
+        if (s->r_mask == 0xF && (s->w_epoch != ep || !s->w_mask) && !cuemu_access_observer)
+            s->quiet = ep;
     } else {
         s->r_epoch = ep;
         s->r_wep = wep;

@@ -31,22 +31,24 @@
 #endif
 
 /* 1 when the access certainly needs nothing more (see cuemu_access_fast in core_internal.h).
-   Outside a launch, and for global accesses away from the guard zones, that is two compares. */
+   Outside a launch, and for an access away from every shared region and guard zone (most
+   global accesses, every coroutine frame's), that is one compare; the common read of a shared
+   tile is settled by the region it hit last. */
 static inline __attribute__((always_inline)) int fast_done(uintptr_t a, unsigned size, int write)
 {
     const struct cuemu_access_fast *f = &cuemu_fast;
     if (a - f->lo >= f->span) return 1;
-    if (a - f->slo >= f->sspan) return a + size <= f->zlo || a >= f->zhi;
     /* an atomic's own load and store: the race check leaves them out (cuemu_access_slow), so
        only the guard zones remain (the regions' bounding box may span global memory too) */
-    if (CUEMU_W->pub.atomic_depth) return a + size <= f->zlo || a >= f->zhi;
-    if (write || size != 4) return 0;
-    for (int i = 0; i < 2; i++) {
-        const region *r = f->hit[i];
-        size_t off = (size_t)(a - (uintptr_t)r->lo);
-        if (off < r->n) return !(off & 3) && off + 4 <= r->n && r->sh[off / 4].quiet == f->epoch;
-    }
-    return 0;
+    const int atomic = CUEMU_W->pub.atomic_depth;
+    if (!write && size == 4 && !atomic)
+        for (int i = 0; i < 2; i++) {
+            const region *r = f->hit[i];
+            size_t off = (size_t)(a - (uintptr_t)r->lo);
+            if (off < r->n) return !(off & 3) && off + 4 <= r->n && r->sh[off / 4].quiet == f->epoch;
+        }
+    if (a - f->slo < f->sspan && !atomic) return 0;
+    return a + size <= f->zlo || a >= f->zhi;
 }
 
 #define HOOK(N, T)                                                                         \
