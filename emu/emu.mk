@@ -167,10 +167,15 @@ EMU_HEADERS  := $(wildcard emu/include/*.h emu/include/*.hpp emu/include/cuda/*)
 # file of big unrolled kernels (chapter 04's shared_memory.cu: 3.28 s to 2.86 s). EMU_DEBUG=
 # "-g -gdwarf-4" gives a debugger the variables back.
 # -fsanitize=alignment: misaligned accesses reach the emulator's handler (emu/core/access.c)
+# -fsanitize=array-bounds (gcc: bounds): an index past the end of an array whose size the
+# compiler knows (a thread's local array, a __shared__ array) reaches the emulator's handler
+# (emu/core/access.c) instead of reading or overwriting what lies beyond it, which a test saw
+# or not depending on the generated code (chapter 04's register tile, `i <= 8`)
 # -fsanitize=integer-divide-by-zero, where an integer division by zero does not trap (64-bit
 # Arm: SDIV gives 0): its check raises the SIGFPE that x86-64's DIV does (emu/core/fault_arch.c)
 EMU_DIVZERO  := $(if $(EMU_CXX_ARM),-fsanitize=integer-divide-by-zero)
-EMU_ALIGN    := $(if $(EMU_SANITIZE),,-fsanitize=alignment $(EMU_DIVZERO) $(if $(filter clang,$(EMU_CXX_KIND)),-fno-sanitize-link-runtime))
+EMU_BOUNDS   := $(if $(filter clang,$(EMU_CXX_KIND)),-fsanitize=array-bounds,-fsanitize=bounds)
+EMU_ALIGN    := $(if $(EMU_SANITIZE),,-fsanitize=alignment $(EMU_BOUNDS) $(EMU_DIVZERO) $(if $(filter clang,$(EMU_CXX_KIND)),-fno-sanitize-link-runtime))
 # -isystem emu/include/unsupported: one-line "not supported here" stand-ins for toolkit headers
 # the emulator does not offer (mma.h, curand.h, ...), searched after the program's own -I dirs
 # and before the system's, where a toolkit installed in /usr/local/include would be found.

@@ -373,6 +373,67 @@ __attribute__((weak)) void __ubsan_handle_type_mismatch_v1_abort(struct ubsan_mi
     misaligned(d, p);
 }
 
+/* The compiler's index check (-fsanitize=array-bounds; gcc: bounds): an index outside an array
+   whose size it knows, a thread's local array or a __shared__ one. On a GPU the access reads or
+   overwrites whatever lies beyond the array (another variable, another array of the tile), and
+   what a test then sees depends on the code generated; here the launch stops at the access. In
+   host code (the rewriter leaves the check out of a chapter's entry points) nothing is said. */
+struct ubsan_oob {
+    struct ubsan_loc loc;
+    const struct ubsan_type *array, *index;
+};
+
+static void out_of_bounds(struct ubsan_oob *d, uintptr_t v)
+{
+    if (!cuemu_cur || !d) return;
+    /* the index: an integer of 2^(info >> 1) bits, signed when info & 1, held in v itself */
+    long long idx = (long long)v;
+    int sgn = 1;
+    if (d->index && d->index->kind == 0) {
+        unsigned bits = 1u << (d->index->info >> 1);
+        sgn = d->index->info & 1;
+        if (bits < 64) {
+            uint64_t u = (uint64_t)v & ((UINT64_C(1) << bits) - 1);
+            idx = sgn && (u >> (bits - 1)) ? (long long)(u | ~((UINT64_C(1) << bits) - 1))
+                                           : (long long)u;
+        }
+    }
+    /* the array's type names its size: 'float[8]', 'float[16][16]' (the first is the one
+       checked); gcc writes 'float [8]', shown as clang writes it so that reports read the same */
+    char name[128];
+    size_t m = 0;
+    for (const char *c = d->array ? d->array->name : "?"; *c && m + 1 < sizeof name; c++)
+        if (!(c[0] == ' ' && c[1] == '[')) name[m++] = *c;
+    name[m] = 0;
+    const char *lb = strchr(name, '[');
+    char valid[96] = "";
+    long long n = lb ? strtoll(lb + 1, NULL, 10) : 0;
+    if (n > 0) snprintf(valid, sizeof valid, ": its indices are 0 to %lld", n - 1);
+    char msg[1500], at[32];
+    unsigned me[3];
+    if (sgn) snprintf(at, sizeof at, "%lld", idx);
+    else snprintf(at, sizeof at, "%llu", (unsigned long long)idx);
+    tid3((int)cuemu_cur->linear, me);
+    snprintf(msg, sizeof msg,
+             "out-of-bounds index %s of an array %s in kernel %s, block (%u,%u,%u), thread "
+             "(%u,%u,%u) at %s:%u%s (a thread's own array or a __shared__ one: on a GPU the "
+             "access reads or overwrites whatever lies beyond it) -> cudaErrorIllegalAddress; "
+             "launch at %s:%d aborted", at, name, g_launch ? g_launch->kernel : "?", cuemu_block_idx.x, cuemu_block_idx.y,
+             cuemu_block_idx.z, me[0], me[1], me[2], d->loc.file ? d->loc.file : "?", d->loc.line,
+             valid, g_launch ? g_launch->file : "?", g_launch ? g_launch->line : 0);
+    cuemu_launch_abort(700 /* cudaErrorIllegalAddress */, 1, msg);
+}
+
+/* Weak, as the alignment check's handlers above. */
+__attribute__((weak)) void __ubsan_handle_out_of_bounds(struct ubsan_oob *d, uintptr_t index)
+{
+    out_of_bounds(d, index);
+}
+__attribute__((weak)) void __ubsan_handle_out_of_bounds_abort(struct ubsan_oob *d, uintptr_t index)
+{
+    out_of_bounds(d, index);
+}
+
 /* ---- no-access zones (the Python harness's guard zones around a DeviceBuffer) --------------------- */
 typedef struct { uintptr_t lo, hi, buf_lo, buf_hi; } zone;
 #define MAX_ZONES 4096

@@ -43,14 +43,14 @@
    all compiled after it with each compiler (emu/tests/nvcc/std_headers.cu); only <stacktrace>
    (C++23) and <experimental/simd> would still collide. */
 #define __noinline__ __attribute__((noinline))
-/* Host code with no load/store hooks and no alignment checks: the rewriter puts it on each
+/* Host code with no load/store hooks and no alignment or index checks: the rewriter puts it on each
    `extern "C"` function that is neither __global__ nor __device__ (emu/rewrite), and the launch
    below has it. Those checks act only inside a kernel (emu/core/access.c), so in host code they
    were code the compiler made, checked nothing with, and compiled again with the hooks inlined:
    most of a chapter's accesses (every launch expands here), and half its rebuild. A kernel's
    body keeps them wherever it is written, a lambda's too (the attribute is not inherited). */
 #if defined(__clang__)
-#define CUEMU_HOST_FN __attribute__((no_sanitize("coverage", "alignment")))
+#define CUEMU_HOST_FN __attribute__((no_sanitize("coverage", "alignment", "array-bounds")))
 #else
 #define CUEMU_HOST_FN
 #endif

@@ -9,6 +9,7 @@ This is the template; `make cuemu-nvcc` writes build/bin/cuemu-nvcc from it, fil
 chapters are built with), so the driver's flags cannot drift from the Makefile's.
 Python standard library only.
 """
+import hashlib
 import os
 import re
 import shlex
@@ -372,6 +373,64 @@ def rewrite_headers(o, path, srcdir, hdrdir, seen, out=None):
         rewrite_headers(o, inc, srcdir, hdrdir, seen, out)
 
 
+def pch_flags(o, flags, defines):
+    """The compile's flags with cuda_runtime.h read from a precompiled header (clang) instead of
+    parsed again: about half of each small compile. clang refuses a PCH made with any other
+    flags, so there is one per set of them (the emulator's, the source kind's macros, the
+    user's -I -D -std -O -Xcompiler ..., the compiler and the headers' dates in its name),
+    made by the first compile that needs it, under build/emu/pch/nvcc/. Unchanged flags where
+    no PCH can be made (g++, whose .gch drop_stale_pch handles; a folder that cannot be
+    written; CUEMU_NVCC_PCH=0): the header is parsed as before, with the same result."""
+    if ("clang" not in os.path.basename(o.cxx) or "-include" not in flags
+            or os.environ.get("CUEMU_NVCC_PCH") == "0"):
+        return flags
+    k = flags.index("-include")
+    if flags[k + 1] != "cuda_runtime.h":
+        return flags
+    base = flags[:k] + flags[k + 2:]
+    # -I paths as absolute, real ones: the same folder from two samples is one PCH
+    user = []
+    for f in o.cflags + o.xcompiler:
+        if f.startswith("-I") and len(f) > 2:
+            f = "-I" + os.path.realpath(f[2:])
+        user.append(f)
+    pch_args = base + defines + user
+    try:
+        inc = next(f[2:] for f in base if f.startswith("-I")
+                   and os.path.isfile(os.path.join(f[2:], "cuda_runtime.h")))
+        newest = max(os.path.getmtime(os.path.join(d, n))
+                     for d, _, names in os.walk(inc) for n in names)
+        cxx = shutil.which(o.cxx) or o.cxx
+        key = "\0".join([o.cxx, str(os.path.getmtime(os.path.realpath(cxx))), str(newest)]
+                        + pch_args)
+        d = os.path.join(os.path.dirname(os.path.abspath(EMU_RUNTIME)), "pch", "nvcc")
+        pch = os.path.join(d, hashlib.sha1(key.encode()).hexdigest()[:16] + ".pch")
+        if not os.path.isfile(pch):
+            os.makedirs(d, exist_ok=True)
+            tmp = f"{pch}.{os.getpid()}.tmp"
+            cmd = ([o.cxx] + pch_args + ["-fpch-instantiate-templates", "-x", "c++-header",
+                                         "-o", tmp, os.path.join(inc, "cuda_runtime.h")])
+            if o.verbose:
+                print("#$ " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr)
+            if o.dryrun:
+                return base[:k] + ["-include-pch", pch] + base[k:]
+            # made once, beside other compiles perhaps (the last rename wins; each is whole)
+            if subprocess.run(cmd, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL).returncode != 0:
+                return flags
+            os.replace(tmp, pch)
+            # the 16 used last are kept (7 to 10 MB each)
+            old = sorted((os.path.getmtime(os.path.join(d, n)), n) for n in os.listdir(d)
+                         if n.endswith(".pch"))
+            for _, n in old[:-16]:
+                os.remove(os.path.join(d, n))
+        else:
+            os.utime(pch)
+    except (OSError, StopIteration, ValueError):
+        return flags
+    return base[:k] + ["-include-pch", pch] + base[k:]
+
+
 def compile_one(o, src, lang, obj, work, out=None):
     """Rewrites a .cu like `make` does, then compiles it (or a .cpp/.c) to obj (out: see run)."""
     if not os.path.isfile(src):
@@ -389,11 +448,11 @@ def compile_one(o, src, lang, obj, work, out=None):
         cpp = (stem + ".cuemu.cpp" if o.keep
                else os.path.join(work, os.path.basename(obj) + ".cpp"))
         run([EMU_REWRITE, src, cpp], o, out)
-        run([o.cxx] + EMU_CXXFLAGS + CU_DEFINES + quote + o.cflags + o.xcompiler
-            + ["-c", "-o", obj, cpp], o, out)
+        run([o.cxx] + pch_flags(o, EMU_CXXFLAGS, CU_DEFINES) + CU_DEFINES + quote + o.cflags
+            + o.xcompiler + ["-c", "-o", obj, cpp], o, out)
     elif lang == "c++":
-        run([o.cxx] + EMU_CXXFLAGS + HOST_DEFINES + quote + o.cflags + o.xcompiler
-            + ["-c", "-o", obj, src], o, out)
+        run([o.cxx] + pch_flags(o, EMU_CXXFLAGS, HOST_DEFINES) + HOST_DEFINES + quote
+            + o.cflags + o.xcompiler + ["-c", "-o", obj, src], o, out)
     else:  # C: the same debug, optimisation and include flags, without the C++ ones
         cflags = [f for f in EMU_CXXFLAGS if not f.startswith("-std=")]
         if "-include" in cflags:

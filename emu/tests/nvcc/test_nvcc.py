@@ -278,9 +278,48 @@ def case_std_headers(nvcc, work):
         check(rc == 0 and "error" not in err, f"every C++17 header with {name}: compiles")
 
 
+PCH_CU = r"""#include <cstdio>
+#ifndef VALUE
+#define VALUE 1
+#endif
+__global__ void put(int *out) { *out = VALUE; }
+int main()
+{
+    int *d, h = 0;
+    cudaMalloc(&d, sizeof h);
+    put<<<1, 1>>>(d);
+    cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost);
+    printf("value %d\n", h);
+    return 0;
+}
+"""
+
+
+def case_pch(nvcc, work):
+    """cuda_runtime.h from a precompiled header (clang): one per set of flags, so a user's
+    macro reaches the program whatever PCH was made before; CUEMU_NVCC_PCH=0 parses it."""
+    with open(os.path.join(work, "pch.cu"), "w") as f:
+        f.write(PCH_CU)
+    with open(nvcc) as f:
+        clang = "clang" in os.path.basename(re.search(r'^CXX = r"""(.*)"""', f.read(), re.M).group(1))
+    for env, defs, want in (({}, ["-DVALUE=7"], 7), ({}, ["-DVALUE=9"], 9), ({}, [], 1),
+                            ({"CUEMU_NVCC_PCH": "0"}, ["-DVALUE=5"], 5)):
+        prog = os.path.join(work, "pch")
+        p = subprocess.run([nvcc, "-v"] + defs + ["pch.cu", "-o", prog], cwd=work,
+                           capture_output=True, text=True, env=dict(os.environ, **env))
+        used = "-include-pch" in p.stderr
+        what = " ".join(defs) or "no -D"
+        if not check(p.returncode == 0, f"{what}{' (CUEMU_NVCC_PCH=0)' if env else ''}: builds"):
+            continue
+        check(used == (clang and not env), f"{what}: the PCH is {'used' if used else 'not used'}"
+              f"{' (clang)' if clang else ' (not clang)'}")
+        rc, out, _ = sh([prog], work)
+        check(rc == 0 and f"value {want}" in out, f"{what}: the program sees VALUE = {want}")
+
+
 CASES = {"multi-file": case_multi_file, "separate": case_separate,
          "diagnostics": case_diagnostics, "options": case_options, "headers": case_headers,
-         "std-headers": case_std_headers}
+         "std-headers": case_std_headers, "pch": case_pch}
 
 if __name__ == "__main__":
     if len(sys.argv) != 4 or sys.argv[1] not in CASES:
