@@ -170,11 +170,12 @@ EMU_HEADERS  := $(wildcard emu/include/*.h emu/include/*.hpp emu/include/cuda/*)
 # -fsanitize=array-bounds (gcc: bounds): an index past the end of an array whose size the
 # compiler knows (a thread's local array, a __shared__ array) reaches the emulator's handler
 # (emu/core/access.c) instead of reading or overwriting what lies beyond it, which a test saw
-# or not depending on the generated code (chapter 04's register tile, `i <= 8`)
+# or not depending on the generated code (chapter 04's register tile, `i <= 8`); not
+# recoverable, so that the check costs a compare and a branch (see the handler)
 # -fsanitize=integer-divide-by-zero, where an integer division by zero does not trap (64-bit
 # Arm: SDIV gives 0): its check raises the SIGFPE that x86-64's DIV does (emu/core/fault_arch.c)
 EMU_DIVZERO  := $(if $(EMU_CXX_ARM),-fsanitize=integer-divide-by-zero)
-EMU_BOUNDS   := $(if $(filter clang,$(EMU_CXX_KIND)),-fsanitize=array-bounds,-fsanitize=bounds)
+EMU_BOUNDS   := $(if $(filter clang,$(EMU_CXX_KIND)),-fsanitize=array-bounds -fno-sanitize-recover=array-bounds,-fsanitize=bounds -fno-sanitize-recover=bounds)
 EMU_ALIGN    := $(if $(EMU_SANITIZE),,-fsanitize=alignment $(EMU_BOUNDS) $(EMU_DIVZERO) $(if $(filter clang,$(EMU_CXX_KIND)),-fno-sanitize-link-runtime))
 # -isystem emu/include/unsupported: one-line "not supported here" stand-ins for toolkit headers
 # the emulator does not offer (mma.h, curand.h, ...), searched after the program's own -I dirs
