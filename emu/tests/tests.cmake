@@ -60,6 +60,8 @@ set(EMU_BUG_peer_access_missing
     "kernel scale_kernel launched at [^ ]*peer_access_missing.cu:[0-9]+ runs on device 0 and touched memory of device 1 without peer access \\(address 0x[0-9a-f]+, byte [0-9]+ of the 3108-byte allocation made by the cudaMalloc at [^ ]*peer_access_missing.cu:[0-9]+ on device 1\\): on a GPU this is an illegal address \\(cudaErrorIllegalAddress\\). Call cudaDeviceEnablePeerAccess\\(1, 0\\) with device 0 current.*cudaMemPoolSetAccess.*peer_access_missing: passed")
 set(EMU_BUG_array_index
     "out-of-bounds index 8 of an array 'float\\[8\\]' in kernel tile_kernel, block \\(0,0,0\\), thread \\([0-9,]+\\) at [^ ]*array_index.cu:[0-9]+: its indices are 0 to 7.*out-of-bounds index 64 of an array 'float\\[64\\]' in kernel stage_kernel, block \\(0,0,0\\), thread \\(64,0,0\\) at [^ ]*array_index.cu:[0-9]+: its indices are 0 to 63.*array_index: passed")
+set(EMU_BUG_fill_loop
+    "shared memory race \\([a-z ]+\\) in kernel fill_kernel .*on __shared__ 'tile' byte [0-9]+.*fill_loop.cu:[0-9]+.*shared memory race \\([a-z ]+\\) in kernel fill_kernel .*fill_loop: passed")
 set(EMU_BUG_cluster_dsmem
     "distributed shared memory [a-z]+ in kernel neighbour_kernel, block \\([0-9,]+\\), thread \\([0-9,]+\\) at [^ ]*cluster_dsmem.cu:[0-9]+: byte [0-9]+ of extern __shared__ 'part' of block \\([0-9,]+\\) \\(rank [0-9] of the cluster\\), which has not started yet.*which has already exited.*out-of-bounds write of distributed shared memory in kernel past_end_kernel.*the cluster has 4 blocks \\(ranks 0 to 3\\).*deadlock in kernel early_exit_kernel.*exited without reaching it.*cluster_dsmem: passed")
 
