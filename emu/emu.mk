@@ -95,12 +95,15 @@ endif
 # -simplifycfg-*-common=false: the optimiser must not merge identical accesses from the two
 # arms of an `if` into one instruction, which has no source line: a race or fault report on it
 # would name "an unknown location" instead of the student's line.
-# -fno-builtin-memset/memcpy/memmove: the optimiser must not turn a thread's loop of stores or
-# copies (or a run of them) into memset or memcpy, whose accesses no hook sees (the
-# instrumentation runs after it; a constant one becomes 16-byte moves): a thread zero-filling
-# its row of a shared tile raced with another reading it, unreported (chapter 10's tile read
-# without its bar.wait, emu/bugs/fill_loop). An explicit memset or memcpy call is one either way.
-EMU_TRACE    := $(if $(and $(filter clang,$(EMU_CXX_KIND)),$(if $(EMU_SANITIZE),,y)),-fsanitize-coverage=edge$(comma)trace-loads$(comma)trace-stores -DCUEMU_TRACE=1 -fno-vectorize -fno-slp-vectorize -fno-delete-null-pointer-checks -mllvm -simplifycfg-sink-common=false -mllvm -simplifycfg-hoist-common=false -fno-builtin-memset -fno-builtin-memcpy -fno-builtin-memmove)
+# -fno-builtin-memset, -disable-loop-idiom-memcpy: the optimiser must not turn a thread's loop
+# of stores or copies (or a run of equal stores) into memset or memcpy, whose accesses no hook
+# sees (the instrumentation runs after it; a constant one becomes 16-byte moves): a thread
+# zero-filling its row of a shared tile raced with another reading it, unreported (chapter 10's
+# tile read without its bar.wait, emu/bugs/fill_loop). memcpy stays a builtin: the headers and
+# programs pun types with it (threadIdx is read that way), and as a call to the C library
+# each one made NVIDIA's simpleStreams 56 s instead of 20. An explicit memset or memcpy call is
+# one either way.
+EMU_TRACE    := $(if $(and $(filter clang,$(EMU_CXX_KIND)),$(if $(EMU_SANITIZE),,y)),-fsanitize-coverage=edge$(comma)trace-loads$(comma)trace-stores -DCUEMU_TRACE=1 -fno-vectorize -fno-slp-vectorize -fno-delete-null-pointer-checks -mllvm -simplifycfg-sink-common=false -mllvm -simplifycfg-hoist-common=false -fno-builtin-memset -mllvm -disable-loop-idiom-memcpy)
 
 # Link-time optimisation in the hooks' build: emu/core/hooks.c is compiled to bitcode like the
 # kernels, so that the load/store hooks' fast path (a few compares) and the step from one thread
