@@ -427,9 +427,10 @@ static void out_of_bounds(struct ubsan_oob *d, uintptr_t v, int fatal)
              "out-of-bounds index %s of an array %s in kernel %s, block (%u,%u,%u), thread "
              "(%u,%u,%u) at %s:%u%s (a thread's own array or a __shared__ one: on a GPU the "
              "access reads or overwrites whatever lies beyond it) -> cudaErrorIllegalAddress; "
-             "launch at %s:%d aborted", at, name, g_launch ? g_launch->kernel : "?", cuemu_block_idx.x, cuemu_block_idx.y,
-             cuemu_block_idx.z, me[0], me[1], me[2], d->loc.file ? d->loc.file : "?", d->loc.line,
-             valid, g_launch ? g_launch->file : "?", g_launch ? g_launch->line : 0);
+             "launch at %s:%d aborted", at, name, g_launch ? g_launch->kernel : "?",
+             cuemu_block_idx.x, cuemu_block_idx.y, cuemu_block_idx.z, me[0], me[1], me[2],
+             d->loc.file ? d->loc.file : "?", d->loc.line, valid,
+             g_launch ? g_launch->file : "?", g_launch ? g_launch->line : 0);
     cuemu_launch_abort(700 /* cudaErrorIllegalAddress */, 1, msg);
 }
 

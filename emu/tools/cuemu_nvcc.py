@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 # ---- filled in by make (emu/tools/tools.mk) ------------------------------------------------------
 CXX = r"""@CXX@"""
@@ -417,18 +418,52 @@ def pch_flags(o, flags, defines):
             # made once, beside other compiles perhaps (the last rename wins; each is whole)
             if subprocess.run(cmd, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL).returncode != 0:
+                if os.path.exists(tmp):
+                    os.remove(tmp)
                 return flags
             os.replace(tmp, pch)
-            # the 16 used last are kept (7 to 10 MB each)
+            # the 16 used last are kept (7 to 10 MB each), none used in the last hour
             old = sorted((os.path.getmtime(os.path.join(d, n)), n) for n in os.listdir(d)
                          if n.endswith(".pch"))
-            for _, n in old[:-16]:
-                os.remove(os.path.join(d, n))
+            for t, n in old[:-16]:
+                if t < time.time() - 3600:
+                    os.remove(os.path.join(d, n))
         else:
             os.utime(pch)
     except (OSError, StopIteration, ValueError):
         return flags
     return base[:k] + ["-include-pch", pch] + base[k:]
+
+
+def compile_pch(o, rest, defines, out):
+    """Compiles with the emulator's flags, then rest, cuda_runtime.h from its PCH where there
+    is one. Should clang refuse the PCH all the same (a system header changed since it was
+    made, say), it is removed and the compile runs again without it; only that compile's
+    messages are shown."""
+    flags = pch_flags(o, EMU_CXXFLAGS, defines)
+    if flags is EMU_CXXFLAGS or o.dryrun:
+        run([o.cxx] + flags + rest, o, out)
+        return
+    if o.verbose:
+        print("#$ " + " ".join(shlex.quote(c) for c in [o.cxx] + flags + rest), file=sys.stderr)
+    p = subprocess.run([o.cxx] + flags + rest, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    text = p.stdout.decode("utf-8", "replace")
+    if p.returncode != 0 and any(w in text for w in ("precompiled header", "PCH file",
+                                                     "AST file")):
+        try:
+            os.remove(flags[flags.index("-include-pch") + 1])
+        except OSError:
+            pass
+        run([o.cxx] + EMU_CXXFLAGS + rest, o, out)
+        return
+    if out is not None:
+        out.append(text)
+    else:
+        sys.stderr.write(text)
+    if p.returncode != 0:
+        if out is not None:
+            raise Failed(p.returncode if p.returncode > 0 else 1)
+        raise SystemExit(p.returncode if p.returncode > 0 else 1)
 
 
 def compile_one(o, src, lang, obj, work, out=None):
@@ -448,11 +483,11 @@ def compile_one(o, src, lang, obj, work, out=None):
         cpp = (stem + ".cuemu.cpp" if o.keep
                else os.path.join(work, os.path.basename(obj) + ".cpp"))
         run([EMU_REWRITE, src, cpp], o, out)
-        run([o.cxx] + pch_flags(o, EMU_CXXFLAGS, CU_DEFINES) + CU_DEFINES + quote + o.cflags
-            + o.xcompiler + ["-c", "-o", obj, cpp], o, out)
+        compile_pch(o, CU_DEFINES + quote + o.cflags + o.xcompiler + ["-c", "-o", obj, cpp],
+                    CU_DEFINES, out)
     elif lang == "c++":
-        run([o.cxx] + pch_flags(o, EMU_CXXFLAGS, HOST_DEFINES) + HOST_DEFINES + quote
-            + o.cflags + o.xcompiler + ["-c", "-o", obj, src], o, out)
+        compile_pch(o, HOST_DEFINES + quote + o.cflags + o.xcompiler + ["-c", "-o", obj, src],
+                    HOST_DEFINES, out)
     else:  # C: the same debug, optimisation and include flags, without the C++ ones
         cflags = [f for f in EMU_CXXFLAGS if not f.startswith("-std=")]
         if "-include" in cflags:
