@@ -302,7 +302,9 @@ $(EMU_ALONE_BIN): emu/tests/alone/core_alone.c emu/tests/alone/stub_runtime.c \
 	$(call emu_inline_hooks,$@.o)
 	$(if $(EMU_LTO),$(EMU_CXX),$(EMU_CC)) -o $@ $@.o $@-stub.o $(EMU_CORE_OBJ) $(EMU_LDLIBS)
 
-emu-lib: $(EMU_REWRITE) $(EMU_RUNTIME)
+# with the precompiled header: make mutants builds emu-lib once in the main BUILD, and its
+# workers, whose trees reach the headers through links, must find nothing of it to remake
+emu-lib: $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_PCH)
 emu-tests: $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_TEST_BIN) $(EMU_ALONE_BIN) ## build the emulator's own tests
 
 # ---- benchmark ---------------------------------------------------------------------------------

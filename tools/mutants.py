@@ -747,6 +747,11 @@ class Workspace:
             f"EMU_REWRITE={build}/emu/cuemu-rewrite", f"PYTHON={sys.executable}",
             "-o", f"{build}/emu/libcuemu.a", "-o", f"{build}/emu/cuemu-rewrite",
             "-o", str(tut_check)]
+        # Nor the main BUILD's precompiled header (clang's or gcc's): remade here after an
+        # emulator header changed, it would name this tree's paths and break the main build
+        # once the tree is gone (main() made it fresh before the workers started).
+        self.make_cmd += ["-o", f"{build}/emu/pch/cuda_runtime.h.pch",
+                          "-o", f"{build}/emu/pch/cuda_runtime.h.gch"]
 
     def library(self, chapter):
         return self.own_build / "cpu" / "solutions" / f"lib{chapter}.so"
@@ -993,7 +998,7 @@ def run(args):
     jobs = args.jobs or jobs_from_make() or os.cpu_count() or 1
     out_dir = build / "results" / "cpu" / ("mutants-sample" if args.sample else "mutants")
     before = {p: p.read_bytes() for p in REPO.glob("solutions/*/*.cu")}
-    if not args.no_prepare:   # the emulator runtime, rewriter and tut_check.o, built once here
+    if not args.no_prepare:   # the emulator runtime, rewriter, PCH and tut_check.o, built once here
         r = subprocess.run(["make", "-s", "--no-print-directory", "BACKEND=cpu",
                             f"BUILD={args.build}", f"PYTHON={sys.executable}", "emu-lib",
                             f"{args.build}/cpu/common/tut_check.o"], cwd=REPO, env=clean_env())
