@@ -126,6 +126,15 @@ static void threads_env(const char *v)
     else unsetenv("CUEMU_THREADS");
 }
 
+// The end of a ratio's line: its target (0: none) and whether the ratio meets it.
+static void verdict(double ratio, double target)
+{
+    if (target > 0)
+        std::printf("   (target <= %gx: %s)\n", target, ratio <= target ? "met" : "MISSED");
+    else
+        std::printf("   (no target)\n");
+}
+
 template <class E, class N, class P>
 static double compare(const char *what, int reps, double target, double plain_target, E emu,
                       N native, P plain_o2)
@@ -149,23 +158,14 @@ static double compare(const char *what, int reps, double target, double plain_ta
     double mm = median(tm);
     std::printf("%s\n  emulated, one host thread %9.3f ms\n  native loop, the emulator's flags %9.3f ms: ratio %6.1fx",
                 what, me * 1e3, mn * 1e3, ratio);
-    if (target > 0)
-        std::printf("   (target <= %gx: %s)\n", target, ratio <= target ? "met" : "MISSED");
-    else
-        std::printf("   (no target)\n");
+    verdict(ratio, target);
     std::printf("  native loop, plain -O2           %9.3f ms: ratio %6.1fx", mp * 1e3, rp);
-    if (plain_target > 0)
-        std::printf("   (target <= %gx: %s)\n", plain_target, rp <= plain_target ? "met" : "MISSED");
-    else
-        std::printf("   (no target)\n");
+    verdict(rp, plain_target);
     // the same target for the emulator as a student runs it (its default uses every core)
     std::printf("  emulated, CUEMU_THREADS=%s %9.3f ms: %.2fx the speed of one host thread; "
                 "ratio to plain -O2 %6.1fx", g_threads ? g_threads : "(default)", mm * 1e3,
                 me / mm, mm / mp);
-    if (plain_target > 0)
-        std::printf("   (target <= %gx: %s)\n", plain_target, mm / mp <= plain_target ? "met" : "MISSED");
-    else
-        std::printf("\n");
+    verdict(mm / mp, plain_target);
     return ratio;
 }
 

@@ -141,8 +141,8 @@ static void region_map(struct cuemu_worker *w)
     }
     lo &= ~(uintptr_t)3;
     size_t words = hi > lo ? (hi - lo + 3) / 4 : 0;
-    w->slo = lo;
-    w->sspan = 0;
+    w->rmap_lo = lo;
+    w->rmap_span = 0;
     if (!words || words > RMAP_MAX_WORDS) return;
     if (words > w->rmap_cap) {
         uint16_t *m = (uint16_t *)realloc(w->rmap, words * sizeof *m);
@@ -157,7 +157,7 @@ static void region_map(struct cuemu_worker *w)
         for (uintptr_t k = ((uintptr_t)r->lo - lo) / 4; k <= ((uintptr_t)r->lo + r->n - 1 - lo) / 4; k++)
             w->rmap[k] = w->rmap[k] ? CUEMU_RMAP_SEVERAL : (uint16_t)(i + 1);
     }
-    w->sspan = words * 4;
+    w->rmap_span = words * 4;
 }
 
 static void bounds(void)
@@ -376,8 +376,9 @@ __attribute__((weak)) void __ubsan_handle_type_mismatch_v1_abort(struct ubsan_mi
 /* The compiler's index check (-fsanitize=array-bounds; gcc: bounds): an index outside an array
    whose size it knows, a thread's local array or a __shared__ one. On a GPU the access reads or
    overwrites whatever lies beyond the array (another variable, another array of the tile), and
-   what a test then sees depends on the code generated; here the launch stops at the access. In
-   host code (the rewriter leaves the check out of a chapter's entry points) nothing is said. */
+   what a test then sees depends on the code generated; here the launch stops at the access.
+   A chapter's entry points are compiled without the check (CUEMU_HOST_FN); in other host code
+   the report goes to stderr and the process stops, the check not being recoverable. */
 struct ubsan_oob {
     struct ubsan_loc loc;
     const struct ubsan_type *array, *index;
@@ -596,11 +597,11 @@ static inline __attribute__((always_inline)) region *find_region(struct cuemu_wo
     if (a - w->lo >= w->hi - w->lo) return NULL;
     region *r = hit[0];
     if (a - (uintptr_t)r->lo < r->n) return r;
-    if (w->sspan) {
+    if (w->rmap_span) {
         r = &w->reg[0];
         if (a - (uintptr_t)r->lo >= r->n) {
-            uintptr_t off = a - w->slo;
-            if (off >= w->sspan) return NULL;
+            uintptr_t off = a - w->rmap_lo;
+            if (off >= w->rmap_span) return NULL;
             unsigned k = w->rmap[off / 4];
             if (k == CUEMU_RMAP_SEVERAL) r = find_region_slow(w, a);
             else if (!k || a - (uintptr_t)w->reg[k - 1].lo >= w->reg[k - 1].n) return NULL;

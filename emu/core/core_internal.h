@@ -72,10 +72,10 @@ struct cuemu_worker {
     int nreg;
     uintptr_t lo, hi;                /* bounding box of every region (0, 0: none) */
     /* the slow path's map of the static regions (access.c, region_map): for each 4-byte word
-       of [slo, slo + sspan), 1 + the index of the one region in it, 0 for none, or
-       CUEMU_RMAP_SEVERAL; NULL when their span is too large to map (a linear search then) */
+       of [rmap_lo, rmap_lo + rmap_span), 1 + the index of the one region in it, 0 for none, or
+       CUEMU_RMAP_SEVERAL; rmap_span 0 when their span is too large to map (a search then) */
     uint16_t *rmap;
-    uintptr_t slo, sspan;
+    uintptr_t rmap_lo, rmap_span;
     size_t rmap_cap;
     int rmap_nreg;                   /* the regions it was made for (static ones only come) */
     uint32_t wep[32];                /* each warp's rendezvous count */

@@ -287,26 +287,39 @@ class Failed(Exception):
         self.rc = rc
 
 
-def run(cmd, o, out=None):
-    """Runs cmd; out: a list that takes its output instead of the terminal (a compile run
-    beside others, whose output is shown afterwards in the order of the inputs)."""
+def echo(cmd, o):
+    """-v and -dryrun: the command, as nvcc shows its steps."""
     if o.verbose:
         print("#$ " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr)
-    if o.dryrun:
-        return
+
+
+def call(cmd, out=None):
+    """cmd's exit status; out: a list that takes its output instead of the terminal."""
     try:
         if out is None:
-            rc = subprocess.call(cmd)
-        else:
-            p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-            out.append(p.stdout.decode("utf-8", "replace"))
-            rc = p.returncode
+            return subprocess.call(cmd)
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        out.append(p.stdout.decode("utf-8", "replace"))
+        return p.returncode
     except FileNotFoundError:
         raise Fail(f"cannot run '{cmd[0]}': is it installed and on the PATH?")
+
+
+def stop_if_failed(rc, out):
+    """A failed command ends the compile with its status: the run's (out None), or the one of
+    a compile beside others (Failed, reported after its output)."""
     if rc != 0:
         if out is not None:
             raise Failed(rc if rc > 0 else 1)
         raise SystemExit(rc if rc > 0 else 1)
+
+
+def run(cmd, o, out=None):
+    """Runs cmd; out: a list that takes its output instead of the terminal (a compile run
+    beside others, whose output is shown afterwards in the order of the inputs)."""
+    echo(cmd, o)
+    if not o.dryrun:
+        stop_if_failed(call(cmd, out), out)
 
 
 def cores():
@@ -411,8 +424,7 @@ def pch_flags(o, flags, defines):
             tmp = f"{pch}.{os.getpid()}.tmp"
             cmd = ([o.cxx] + pch_args + ["-fpch-instantiate-templates", "-x", "c++-header",
                                          "-o", tmp, os.path.join(inc, "cuda_runtime.h")])
-            if o.verbose:
-                print("#$ " + " ".join(shlex.quote(c) for c in cmd), file=sys.stderr)
+            echo(cmd, o)
             if o.dryrun:
                 return base[:k] + ["-include-pch", pch] + base[k:]
             # made once, beside other compiles perhaps (the last rename wins; each is whole)
@@ -444,12 +456,10 @@ def compile_pch(o, rest, defines, out):
     if flags is EMU_CXXFLAGS or o.dryrun:
         run([o.cxx] + flags + rest, o, out)
         return
-    if o.verbose:
-        print("#$ " + " ".join(shlex.quote(c) for c in [o.cxx] + flags + rest), file=sys.stderr)
-    p = subprocess.run([o.cxx] + flags + rest, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    text = p.stdout.decode("utf-8", "replace")
-    if p.returncode != 0 and any(w in text for w in ("precompiled header", "PCH file",
-                                                     "AST file")):
+    echo([o.cxx] + flags + rest, o)
+    text = []
+    rc = call([o.cxx] + flags + rest, text)
+    if rc != 0 and any(w in text[0] for w in ("precompiled header", "PCH file", "AST file")):
         try:
             os.remove(flags[flags.index("-include-pch") + 1])
         except OSError:
@@ -457,13 +467,10 @@ def compile_pch(o, rest, defines, out):
         run([o.cxx] + EMU_CXXFLAGS + rest, o, out)
         return
     if out is not None:
-        out.append(text)
+        out += text
     else:
-        sys.stderr.write(text)
-    if p.returncode != 0:
-        if out is not None:
-            raise Failed(p.returncode if p.returncode > 0 else 1)
-        raise SystemExit(p.returncode if p.returncode > 0 else 1)
+        sys.stderr.write(text[0])
+    stop_if_failed(rc, out)
 
 
 def compile_one(o, src, lang, obj, work, out=None):

@@ -69,10 +69,7 @@ extern "C" int launch_racy(const float *in, float *out)
 int main()
 {
     EMU_ONLY();
-#if !defined(__clang__)
-    std::printf("smem_race: skipped (the race detector needs the clang build of the emulator)\n");
-    return 77;
-#endif
+    EMU_NEEDS_RACE_DETECTOR("smem_race");
     float h_in[1024], h_out[128], *d_in = nullptr, *d_out = nullptr;
     for (int i = 0; i < 1024; i++) h_in[i] = (float)(i % 7);
     CUDA_OK(cudaMalloc(&d_in, sizeof h_in));

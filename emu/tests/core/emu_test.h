@@ -82,4 +82,20 @@ static inline const char *here(const char *file, int line)
 #define EMU_ONLY() return (std::printf("emulator-only test: skipped on a GPU\n"), 77)
 #endif
 
+/* The shared-memory race detector runs on the load and store hooks, which only the clang build
+   has (CUEMU_TRACE, emu/emu.mk): EMU_RACE_DETECTOR says whether this build has it, and
+   EMU_NEEDS_RACE_DETECTOR("name") makes a test of it return 77, "skipped", where it has not. */
+#if defined(__CUEMU__) && defined(CUEMU_TRACE) && defined(__clang__)
+#define EMU_RACE_DETECTOR 1
+#define EMU_NEEDS_RACE_DETECTOR(name) ((void)0)
+#elif defined(__CUEMU__)
+#define EMU_RACE_DETECTOR 0
+#define EMU_NEEDS_RACE_DETECTOR(name)                                                    \
+    return (std::printf("%s: skipped (the race detector needs the clang build of the "      \
+                        "emulator)\n", name), 77)
+#else
+#define EMU_RACE_DETECTOR 0
+#define EMU_NEEDS_RACE_DETECTOR(name) ((void)0)   /* EMU_ONLY() has returned on a GPU */
+#endif
+
 #endif

@@ -255,7 +255,7 @@ int main()
         cudaFree(other);
     }
     same_everywhere(OOB, "out-of-bounds write of global memory", cudaErrorIllegalAddress);
-#if defined(CUEMU_TRACE) && defined(__clang__)
+#if EMU_RACE_DETECTOR
     same_everywhere(RACE, "shared memory race", cudaErrorLaunchFailure);
 #else
     same_everywhere(RACE, nullptr, cudaSuccess);   // no race detector without clang's hooks
