@@ -72,6 +72,17 @@ static int g_race_on = -1;
 static const cuemu_launch_desc *g_launch;
 static uintptr_t g_zlo = UINTPTR_MAX, g_zhi;    /* bounding box of the guard zones (below) */
 
+/* What an empty slot of the quiet words' cache points at: never an epoch (they are odd). */
+static const uint32_t never_quiet = 0;
+
+static void quiet_flush(struct cuemu_access_fast *f)
+{
+    for (int i = 0; i < CUEMU_QUIET_SLOTS; i++) {
+        f->quiet[i].a = UINTPTR_MAX;
+        f->quiet[i].quiet = &never_quiet;
+    }
+}
+
 /* The fast path's view. Outside a launch nothing is checked (no kernel thread runs); with an
    observer every access goes to the slow path (the zone box spans everything); without the
    race check no shared access needs one. */
@@ -84,6 +95,7 @@ void cuemu_access_worker_init(struct cuemu_worker *w)
     w->fast.zhi = 0;
     w->fast.epoch = 1;
     for (int i = 0; i < CUEMU_HITS; i++) w->fast.hit[i] = &w->reg[0];
+    quiet_flush(&w->fast);
     w->seq_last = -1;
     w->rmap_nreg = -1;
 }
@@ -91,6 +103,8 @@ void cuemu_access_worker_init(struct cuemu_worker *w)
 void cuemu_access_fast_update(void)
 {
     struct cuemu_access_fast *f = &cuemu_fast;
+    /* a region's shadow may have moved (region_set), an observer come: nothing cached stays */
+    quiet_flush(f);
     f->slo = f->sspan = 0;
     if (!g_armed) {
         f->lo = f->span = 0;
@@ -648,6 +662,12 @@ static inline __attribute__((always_inline)) void access_slow(struct cuemu_worke
             if (!(off & 3) && size >= 4 && off + size <= r->n) {
                 shadow *s = &r->sh[off / 4];
                 word_access(w, r, s, 0xF, (const char *)addr, write, pc);
+                if (size == 4 && !write && s->quiet == w->fast.epoch) {
+                    /* the fast path settles this read next time (hooks.c) */
+                    struct cuemu_quiet_slot *q = &w->fast.quiet[(a >> 2) % CUEMU_QUIET_SLOTS];
+                    q->a = a;
+                    q->quiet = &s->quiet;
+                }
                 if (size >= 8) {
                     word_access(w, r, s + 1, 0xF, (const char *)addr, write, pc);
                     if (size == 16) {

@@ -42,14 +42,25 @@ typedef struct {
    word of hit[0] or hit[1], or when it touches [zlo, zhi) (where guard zones are). [lo, lo +
    span) holds both: an access outside it (most global accesses, every coroutine frame's) is
    settled by one compare. hit[]: the regions the last shared accesses hit, the latest first
-   (CUEMU_HITS of them, for the slow path). */
+   (CUEMU_HITS of them, for the slow path). quiet[]: 4-byte reads of quiet words that the slow
+   path saw lately, of any region, by address (a direct-mapped cache): a kernel that reads
+   several __shared__ scalars between its reads of two arrays (NVIDIA's mergeSort: six) would
+   otherwise send each to the slow path, which then also puts it in hit[0]. An entry holds the
+   word's shadow, so a write (which clears its quiet) or a barrier (a new epoch) ends it with no
+   more bookkeeping; entries are dropped whenever a shadow can move (cuemu_access_fast_update). */
 #define CUEMU_HITS 8
+#define CUEMU_QUIET_SLOTS 64
+struct cuemu_quiet_slot {
+    uintptr_t       a;           /* the read's address (UINTPTR_MAX: none) */
+    const uint32_t *quiet;       /* its shadow word's quiet */
+};
 struct cuemu_access_fast {
     uintptr_t lo, span;
     uintptr_t slo, sspan;
     uintptr_t zlo, zhi;
     region   *hit[CUEMU_HITS];
-    uint32_t  epoch;             /* the block-wide barrier epoch */
+    uint32_t  epoch;             /* the block-wide barrier epoch (odd) */
+    struct cuemu_quiet_slot quiet[CUEMU_QUIET_SLOTS];
 };
 
 /* A host thread's record while it runs blocks of a launch (cuemu_w points at its pub); sched.c

@@ -33,7 +33,8 @@
 /* 1 when the access certainly needs nothing more (see cuemu_access_fast in core_internal.h).
    Outside a launch, and for an access away from every shared region and guard zone (most
    global accesses, every coroutine frame's), that is one compare; the common read of a shared
-   tile is settled by the region it hit last. */
+   tile is settled by the region it hit last, the read of a shared scalar by the quiet words'
+   cache. */
 static inline __attribute__((always_inline)) int fast_done(uintptr_t a, unsigned size, int write)
 {
     const struct cuemu_access_fast *f = &cuemu_fast;
@@ -41,12 +42,16 @@ static inline __attribute__((always_inline)) int fast_done(uintptr_t a, unsigned
     /* an atomic's own load and store: the race check leaves them out (cuemu_access_slow), so
        only the guard zones remain (the regions' bounding box may span global memory too) */
     const int atomic = CUEMU_W->pub.atomic_depth;
-    if (!write && size == 4 && !atomic)
+    if (!write && size == 4 && !atomic) {
         for (int i = 0; i < 2; i++) {
             const region *r = f->hit[i];
             size_t off = (size_t)(a - (uintptr_t)r->lo);
             if (off < r->n) return !(off & 3) && off + 4 <= r->n && r->sh[off / 4].quiet == f->epoch;
         }
+        /* a quiet word of another region, read lately (a __shared__ scalar) */
+        const struct cuemu_quiet_slot *q = &f->quiet[(a >> 2) % CUEMU_QUIET_SLOTS];
+        if (q->a == a && *q->quiet == f->epoch) return 1;
+    }
     if (a - f->slo < f->sspan && !atomic) return 0;
     return a + size <= f->zlo || a >= f->zhi;
 }

@@ -6,7 +6,7 @@
  * lines and the shared variable, and the launch fails. Legal sharing is not reported: the same
  * reduction with the barrier in the loop, threads writing neighbouring bytes of one word,
  * atomics on shared memory, and lanes of a warp exchanging through shared memory after
- * __syncwarp().
+ * __syncwarp(). A write to a shared scalar that every thread reads is reported too.
  */
 #include "../core/emu_test.h"
 
@@ -56,6 +56,24 @@ __global__ void legal_sharing_kernel(float *out)
     out[t] = v + bytes[(t + 1) % 128] + (float)count;
 }
 
+// Shared scalars that every thread reads, again and again, as NVIDIA's mergeSort reads its six:
+// the hooks' fast path settles such reads from a cache of quiet words (emu/core/hooks.c), which
+// must still see thread 100's write to one of them (no barrier between it and the others' reads).
+[[maybe_unused]] static const int kScalarWriteLine = __LINE__ + 10;
+__global__ void scalars_race_kernel(int *out, int racy)
+{
+    __shared__ int lenA, lenB, startA, startB;
+    int t = threadIdx.x;
+    if (t == 0) { lenA = 1; lenB = 2; startA = 3; startB = 4; }
+    __syncthreads();
+    int s = 0;
+    for (int k = 0; k < 4; k++)
+        s += lenA * k + lenB + startA + startB;
+    if (racy && t == 100) startB = s;                // BUG: the others read it in this phase
+    __syncthreads();
+    out[t] = s + startB;
+}
+
 // Launched from a C entry point, as a chapter's kernels are: the rewriter marks such host code
 // as having no load/store hooks (CUEMU_HOST_FN), and the kernel it launches keeps them.
 extern "C" int launch_racy(const float *in, float *out)
@@ -83,6 +101,19 @@ int main()
         CUDA_OK(cudaMemcpy(h_out, d_out, 4 * sizeof(float), cudaMemcpyDeviceToHost));
         legal_sharing_kernel<<<1, 128>>>(d_out);
         CUDA_OK(cudaDeviceSynchronize());
+        int *d_int = reinterpret_cast<int *>(d_out);
+        scalars_race_kernel<<<2, 128>>>(d_int, 0);
+        CUDA_OK(cudaDeviceSynchronize());
+        int h_int[128];
+        CUDA_OK(cudaMemcpy(h_int, d_int, sizeof h_int, cudaMemcpyDeviceToHost));
+        EXPECT_EQ_INT(h_int[5], 1 * (0 + 1 + 2 + 3) + 4 * (2 + 3 + 4) + 4);
+        scalars_race_kernel<<<2, 128>>>(d_int, 1);
+        EXPECT_EQ_INT((int)cudaDeviceSynchronize(), cudaErrorLaunchFailure);
+#ifdef __CUEMU__
+        EXPECT_DIAG("shared memory race", "in kernel scalars_race_kernel", "__shared__ 'startB'",
+                    "thread (100,0,0)", here(__FILE__, kScalarWriteLine));
+        cuemuClearDiagnostic();
+#endif
         EXPECT_EQ_INT(launch_racy(d_in, d_out), cudaErrorLaunchFailure);
 #ifdef __CUEMU__
         EXPECT_DIAG("shared memory race", "in kernel reduce_barrier_outside_kernel",
