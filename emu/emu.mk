@@ -167,7 +167,20 @@ emu_inline_hooks = $(if $(EMU_HOOKS_BC),$(EMU_LLVM_LINK) $(1).bc --internalize -
 
 EMU_REWRITE  := $(BUILD)/emu/cuemu-rewrite
 EMU_RUNTIME  := $(EMU_BUILD)/libcuemu.a
-EMU_HEADERS  := $(wildcard emu/include/*.h emu/include/*.hpp emu/include/cuda/*)
+# What every emulated object is compiled with: the compiler (its command, kind, major version
+# and folder), the C compiler, the flags and the second step's tools. Rewritten only when that
+# changes, and then everything that depends on the headers is built again, as the GPU's
+# objects are after nvcc.flags changes: a build by g++ followed by `make` with clang++ (or
+# after llvm-link was installed, or with EMU_STEP2=o2) must not link the objects of the first.
+# Built paths are left out (the gcc PCH's -I), so that a copy of the build (make mutants)
+# agrees with it.
+EMU_FLAGS_FILE := $(EMU_BUILD)/emu.flags
+$(EMU_FLAGS_FILE): FORCE
+	@mkdir -p $(@D)
+	@printf '%s\n' '$(EMU_CXX) | $(TUT_EMU_CXX_ID) | $(TUT_EMU_CXX_DIR)' '$(EMU_CC)' '$(EMU_CXXFLAGS_BASE)' \
+	    '$(EMU_CFLAGS)' '$(EMU_LDLIBS)' '$(EMU_LLVM_LINK) $(EMU_OPT) $(EMU_STEP2)' > $@.tmp; \
+	    if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+EMU_HEADERS  := $(wildcard emu/include/*.h emu/include/*.hpp emu/include/cuda/*) $(EMU_FLAGS_FILE)
 # -g: fault reports find the file:line with addr2line; DWARF 4 because addr2line (binutils
 # 2.40) names the .cpp instead of the #line file in DWARF 5 line tables. clang: line tables and
 # inlined calls only (-gline-tables-only, after -gdwarf-4, which would otherwise mean full -g),
@@ -204,6 +217,7 @@ EMU_CXXFLAGS := $(EMU_STD) -O2 -fPIC $(EMU_DEBUG) -Iemu/include -isystememu/incl
 EMU_FORTIFY  := $(if $(EMU_SANITIZE),,-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2)
 EMU_CFLAGS   := -std=gnu11 -O2 -fPIC -g -Wall -Iemu/include $(EMU_FORTIFY) $(EMU_SANFLAGS)
 EMU_LDLIBS   := -lpthread -lm -ldl -lrt $(EMU_LTOLINK) $(EMU_SANFLAGS)
+EMU_CXXFLAGS_BASE := $(EMU_CXXFLAGS)
 
 EMU_LIB_SRC  := $(wildcard emu/core/*.c emu/core/*.cpp emu/core/*.S \
                            emu/runtime/*.c emu/runtime/*.cpp)

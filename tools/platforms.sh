@@ -97,7 +97,25 @@ host_compilers() {
 }
 
 # A Debian chroot for the legs that need another release: made once (debootstrap), then only
-# mounted (the repository at its own path, /proc, /dev).
+# mounted (the repository at its own path, /proc, /dev), and unmounted when this script ends.
+# Left mounted, the repository would appear again inside its own build/ (a walk of the tree
+# would never end) and the host's /dev inside the chroot: an `rm -rf build` (make clean) would
+# then delete the course's sources and the host's device nodes through them.
+MOUNTED=()
+unmount_all() {
+    local i
+    for ((i = ${#MOUNTED[@]} - 1; i >= 0; i--)); do
+        umount "${MOUNTED[$i]}" 2>/dev/null || umount -l "${MOUNTED[$i]}" 2>/dev/null \
+            || echo "platforms: could not unmount ${MOUNTED[$i]}: unmount it before deleting build/" >&2
+    done
+    MOUNTED=()
+}
+trap unmount_all EXIT
+mount_once() {   # mount ARGS... TARGET: mounted here, so unmounted at the end
+    local target="${*: -1}"
+    mountpoint -q "$target" && return 0
+    mount "$@" && MOUNTED+=("$target")
+}
 chroot_ready() {   # $1 suite, $2 dir, $3 packages
     local suite="$1" dir="$2" pkgs="$3"
     if [ ! -x "$dir/usr/bin/apt-get" ]; then
@@ -107,10 +125,10 @@ chroot_ready() {   # $1 suite, $2 dir, $3 packages
             >"$OUT/debootstrap-$suite.log" 2>&1 || return 1
     fi
     [ "$(id -u)" = 0 ] || return 1
-    mountpoint -q "$dir/proc" || mount -t proc proc "$dir/proc"
-    mountpoint -q "$dir/dev" || mount --bind /dev "$dir/dev"
+    mount_once -t proc proc "$dir/proc"
+    mount_once --bind /dev "$dir/dev"
     mkdir -p "$dir$REPO"
-    mountpoint -q "$dir$REPO" || mount --bind "$REPO" "$dir$REPO"
+    mount_once --bind "$REPO" "$dir$REPO"
     if [ -n "$pkgs" ]; then
         local missing=""
         for p in $pkgs; do chroot "$dir" dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
@@ -136,7 +154,7 @@ done
 
 # ---- Debian 13 ------------------------------------------------------------------------------------
 TRIXIE="$CHROOTS/trixie"
-TRIXIE_PKGS="g++-13 g++-14 clang-17 clang-18 clang-19 make cmake python3 python3-numpy python3-venv binutils"
+TRIXIE_PKGS="gcc g++ g++-13 g++-14 clang-17 clang-18 clang-19 llvm-19 make cmake python3 python3-numpy python3-venv binutils"
 TRIXIE_CXX="g++-13 g++-14 clang++-17 clang++-18 clang++-19"
 if [ -n "$(for c in $TRIXIE_CXX; do want "trixie $c" && echo y; done)" ]; then
     if chroot_ready trixie "$TRIXIE" "$TRIXIE_PKGS"; then

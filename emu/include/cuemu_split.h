@@ -170,6 +170,13 @@ static inline void co_kernel_capture(F &&f)
 #define CUEMU_CO_SYNCTHREADS_OR(p) \
     (co_await ::cuemu::co_bar_op{2, (p) ? 1 : 0, __FILE__, __LINE__})
 #define CUEMU_CO_SUB ::cuemu::co_sub
+// a split helper's __forceinline__ (the rewriter's cuemu_rewrite.c, forceinline_at): g++ 14
+// gives the coroutine's resumption always_inline too, then fails to compile its call
+#ifdef __clang__
+#define CUEMU_CO_FORCEINLINE __forceinline__
+#else
+#define CUEMU_CO_FORCEINLINE inline
+#endif
 #define CUEMU_CO_AWAIT_BEGIN (co_await
 #define CUEMU_CO_AWAIT_END )
 #define CUEMU_CO_HSYNC() (co_await ::cuemu::co_bar_any{{__FILE__, __LINE__}})
@@ -192,6 +199,7 @@ static inline void co_kernel_capture(F &&f)
 #define CUEMU_CO_SYNCTHREADS_AND __syncthreads_and
 #define CUEMU_CO_SYNCTHREADS_OR __syncthreads_or
 #define CUEMU_CO_SUB void
+#define CUEMU_CO_FORCEINLINE __forceinline__
 #define CUEMU_CO_AWAIT_BEGIN (
 #define CUEMU_CO_AWAIT_END )
 #define CUEMU_CO_HSYNC __syncthreads

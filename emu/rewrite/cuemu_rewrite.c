@@ -51,6 +51,7 @@
 #define _POSIX_C_SOURCE 200809L   /* open_memstream */
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -875,6 +876,22 @@ static void split_plan(size_t name, size_t name_end, size_t po, size_t pc, size_
    of it is a coroutine's (cuemu_split.h): a split caller awaits it; code on fibers runs it to
    its end, its barriers the fibers'. A kernel that calls one can then be split too (chapter
    04's transposes, NVIDIA's mergeSort). The edits are planned before the copy starts. */
+/* The `__forceinline__` among a function's specifiers (before its return type, at q), or
+   SIZE_MAX: a split helper's becomes CUEMU_CO_FORCEINLINE (cuemu_split.h), since g++ 14 gives
+   a coroutine's resumption the attribute too and then refuses to compile the call it cannot
+   inline ("inlining failed in call to 'always_inline' ... Frame*", chapter 04's transposes). */
+static size_t forceinline_at(size_t q)
+{
+    size_t p = skip_ws_back(q);
+    while (id_start(p) < p) {
+        size_t e = p;
+        p = id_start(p);
+        if (word_is(p, e - p, "__forceinline__")) return p;
+        p = skip_ws_back(p);
+    }
+    return SIZE_MAX;
+}
+
 static void plan_helpers(void)
 {
     static const char *const not_split[] = { "__host__", "__global__", "virtual", "constexpr",
@@ -931,6 +948,8 @@ static void plan_helpers(void)
         plan_split(fdefs[d].name, fdefs[d].len, fdefs[d].po + 1, fdefs[d].bo, fdefs[d].bc, 1,
                    &plan, &nplan);
         add_edit(t - 4, 4, "CUEMU_CO_SUB");
+        size_t fi = forceinline_at(t - 4);
+        if (fi != SIZE_MAX) add_edit(fi, strlen("__forceinline__"), "CUEMU_CO_FORCEINLINE");
         for (size_t k = 0; k < nplan; k++) add_edit(plan[k].pos, plan[k].len, plan[k].text);
         free(plan);
     }

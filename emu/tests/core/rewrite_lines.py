@@ -9,12 +9,12 @@ registration after the line that ends its definition, and the members gridDim an
 renamed cuemu_gridDim and cuemu_blockDim (the built-in variables are macros), and the barrier
 split's words in a kernel it splits (CUEMU_CO_BEGIN(parameters) after the body's `{`,
 CUEMU_CO_END(names) before its `}`, CUEMU_CO_RETURN for `return`, CUEMU_CO_SYNCTHREADS* for __syncthreads*, cg::sync(b) and
-b.sync()) and in a helper it splits (CUEMU_CO_SUB for `void`, CUEMU_CO_HSYNC* for the barriers,
+b.sync()) and in a helper it splits (CUEMU_CO_SUB for `void`, CUEMU_CO_FORCEINLINE for
+`__forceinline__`, CUEMU_CO_HSYNC* for the barriers,
 CUEMU_CO_AWAIT_BEGIN and _END around a call of one), CUEMU_HOST_FN after an `extern "C"` that declares a host function, and a comment
 for a `#pragma unroll` with no count (left to the host compiler). Then a file with an error after a multi-line launch must be reported by the
 compiler at the .cu file's own line.
 """
-import glob
 import os
 import re
 import subprocess
@@ -65,6 +65,7 @@ def in_place(a, b):
     b = re.sub(r"\bCUEMU_CO_(?:SYNCTHREADS|HSYNC)(_COUNT|_AND|_OR)?\b",
                lambda m: "__syncthreads" + (m.group(1) or "").lower(), b)
     b = re.sub(r"\bCUEMU_CO_SUB\b", "void", b)
+    b = re.sub(r"\bCUEMU_CO_FORCEINLINE\b", "__forceinline__", b)
     b = b.replace("CUEMU_CO_AWAIT_BEGIN ", "").replace(" CUEMU_CO_AWAIT_END", "")
     a = re.sub(r"\b(cg|cooperative_groups)::sync\(\s*\w+\s*\)|\b\w+\.sync\(\s*\)",
                "__syncthreads()", a)
@@ -114,10 +115,21 @@ def check_line_directive(tool, cxx, root):
     return []
 
 
+def cu_files(root):
+    """Every .cu of the course: not below a build/ (scratch trees, copies), nor through a mount
+    point (make platforms mounts the repository inside its chroot, under build/: a walk into
+    it would never end)."""
+    found = []
+    for d, dirs, names in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if x != "build" and not x.startswith(".")
+                         and not os.path.ismount(os.path.join(d, x)))
+        found += [os.path.join(d, n) for n in names if n.endswith(".cu")]
+    return sorted(found)
+
+
 def main():
     tool, root = sys.argv[1], sys.argv[2]
-    files = sorted(glob.glob(os.path.join(root, "**", "*.cu"), recursive=True))
-    files = [f for f in files if "/build/" not in f]
+    files = cu_files(root)
     errors = []
     for f in files:
         errors += check_file(tool, f)
