@@ -729,14 +729,14 @@ LIVE, LIVE_LOCK = set(), threading.Lock()
 
 
 class Workspace:
-    """A worker's private tree: the repository's Makefile, common/, emu/ and tools/ (links: the
-    Makefile includes tools/classroom.mk), a copy of
+    """A worker's private tree: the repository's Makefile, requirements.txt, common/, emu/ and
+    tools/ (links: the Makefile includes tools/classroom.mk), a copy of
     one chapter's solutions, and a BUILD directory of its own that reuses the emulator runtime,
     rewriter and tut_check.o already built in the main BUILD."""
 
     def __init__(self, root, build):
         self.root, self.build, self.own_build = root, build, root / "build"
-        for name in ("Makefile", "common", "emu", "tools"):
+        for name in ("Makefile", "requirements.txt", "common", "emu", "tools"):
             (root / name).symlink_to(REPO / name)
         tut_check = self.own_build / "cpu" / "common" / "tut_check.o"
         tut_check.parent.mkdir(parents=True)
@@ -746,7 +746,7 @@ class Workspace:
             f"BUILD={self.own_build}", f"EMU_BUILD={build}/emu",
             f"EMU_REWRITE={build}/emu/cuemu-rewrite", f"PYTHON={sys.executable}",
             "-o", f"{build}/emu/libcuemu.a", "-o", f"{build}/emu/cuemu-rewrite",
-            "-o", str(tut_check)]
+            "-o", f"{build}/emu/emu.flags", "-o", str(tut_check)]
         # Nor the main BUILD's precompiled header (clang's or gcc's): remade here after an
         # emulator header changed, it would name this tree's paths and break the main build
         # once the tree is gone (main() made it fresh before the workers started).
@@ -773,7 +773,8 @@ class Workspace:
             return f"the build took more than {timeout} s"
         if r.returncode == 0 and lib.exists():
             return ""
-        errors = [l for l in (r.stderr + r.stdout).splitlines() if "error" in l]
+        # the compiler's first error, else make's ("*** [...] Error 1", naming the rule)
+        errors = [l for l in (r.stderr + r.stdout).splitlines() if "error" in l.lower()]
         return (errors or (r.stderr + r.stdout).strip().splitlines() or ["make failed"])[0]
 
     def run_tests(self, chapter, ids, order, seed, timeout, watchdog=None):
