@@ -381,7 +381,11 @@ mutants: python emu-lib $(BUILD)/cpu/common/tut_check.o ## plant classic bugs in
 platforms: ## maintainers: build and test on every platform this machine reaches (compilers, Debian 13, nvcc archs, CUDA 12, 64-bit Arm under qemu), print a table
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) NVCC="$(NVCC)" bash tools/platforms.sh
 
+# Not while something is mounted below it (a chroot of an interrupted make platforms holds the
+# repository itself and the host's /dev): rm would delete through the mounts.
 clean: ## remove build/
+	@if awk -v b="$(abspath $(BUILD))/" 'index($$5, b) == 1 { found = 1 } END { exit !found }' /proc/self/mountinfo 2>/dev/null; then \
+	    echo "error: something is mounted below $(BUILD) (a chroot of make platforms?): unmount it first; see: grep $(abspath $(BUILD)) /proc/self/mountinfo"; exit 1; fi
 	rm -rf $(BUILD)
 
 help: ## this list
