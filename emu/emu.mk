@@ -35,6 +35,13 @@ EMU_CXX      ?= $(or $(shell command -v clang++ 2>/dev/null),$(CXX))
 endif
 # expanded once: ?= would run the shell again wherever EMU_CXX is used
 EMU_CXX      := $(EMU_CXX)
+# A machine with clang alone has no `cc` (clang does not bring one; build-essential does): there
+# the C compiler beside EMU_CXX compiles the emulator's C files (EMU_CC) and the Makefile's.
+ifeq ($(origin CC),default)
+ifeq ($(shell command -v $(CC) 2>/dev/null),)
+CC := $(subst g++,gcc,$(subst clang++,clang,$(EMU_CXX)))
+endif
+endif
 # The oldest compilers that build it: gcc 11 (C++17, -fsanitize=alignment) and clang 14
 # (-fsanitize-coverage=trace-loads). Asked once per make, from the compiler's own macros; a
 # compiler too old stops make at once, before anything is built, when the emulator is needed.
