@@ -44,6 +44,7 @@
  *                                                            { ... CUEMU_CO_HSYNC(); }
  *   step(x);   (in a split kernel or helper)            ->  CUEMU_CO_AWAIT_BEGIN step(x)
  *                                                            CUEMU_CO_AWAIT_END;
+ *   its __forceinline__, if any                         ->  CUEMU_CO_FORCEINLINE
  *
  * The output starts with `#line 1 "IN.cu"` and keeps every newline of the input where it was,
  * so a compiler error in the .cpp points at the student's line in the .cu file.
@@ -868,14 +869,6 @@ static void split_plan(size_t name, size_t name_end, size_t po, size_t pc, size_
     free(plan);
 }
 
-/* Split helpers: functions of this file that wait and can be split like a kernel. Such a
-   function is `void` and __device__ (not __host__, not a kernel), static, inline or a
-   template (no other file calls it, or sees its type), is defined once, is named
-   only in calls that are whole statements, and waits only as a split kernel may (plan_split),
-   counting calls of other split helpers. Its return type becomes CUEMU_CO_SUB, so each call
-   of it is a coroutine's (cuemu_split.h): a split caller awaits it; code on fibers runs it to
-   its end, its barriers the fibers'. A kernel that calls one can then be split too (chapter
-   04's transposes, NVIDIA's mergeSort). The edits are planned before the copy starts. */
 /* The `__forceinline__` among a function's specifiers (before its return type, at q), or
    SIZE_MAX: a split helper's becomes CUEMU_CO_FORCEINLINE (cuemu_split.h), since g++ 14 gives
    a coroutine's resumption the attribute too and then refuses to compile the call it cannot
@@ -892,6 +885,14 @@ static size_t forceinline_at(size_t q)
     return SIZE_MAX;
 }
 
+/* Split helpers: functions of this file that wait and can be split like a kernel. Such a
+   function is `void` and __device__ (not __host__, not a kernel), static, inline or a
+   template (no other file calls it, or sees its type), is defined once, is named
+   only in calls that are whole statements, and waits only as a split kernel may (plan_split),
+   counting calls of other split helpers. Its return type becomes CUEMU_CO_SUB, so each call
+   of it is a coroutine's (cuemu_split.h): a split caller awaits it; code on fibers runs it to
+   its end, its barriers the fibers'. A kernel that calls one can then be split too (chapter
+   04's transposes, NVIDIA's mergeSort). The edits are planned before the copy starts. */
 static void plan_helpers(void)
 {
     static const char *const not_split[] = { "__host__", "__global__", "virtual", "constexpr",
