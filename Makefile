@@ -100,6 +100,11 @@ tut_arch = -arch=$(or $(and $(filter $(PTX_BEFORE_CUDA13),$(basename $(notdir $(
 nvcc_older_than_13 = $(filter 9 10 11 12,$(shell $(NVCC) --version 2>/dev/null | sed -n 's/.*release \([0-9]*\)\..*/\1/p'))
 # sm_90 -> compute_90; native -> the first GPU's compute capability (nvidia-smi)
 arch_as_ptx = $(if $(filter native,$(1)),$(addprefix compute_,$(subst .,,$(firstword $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null)))),$(patsubst sm_%,compute_%,$(filter sm_%,$(1))))
+# The end of a recipe that wrote $(1).$$$$ (a name of the shell's own: several makes may write at
+# once): that text replaces $(1) only when it differs, so that $(1) keeps its date when nothing
+# changed and what depends on it is not built again (a record of flags, a rewritten .cpp, the
+# cuemu-nvcc driver). $(2): what follows a replacement.
+replace_if_changed = if cmp -s $(1).$$$$ $(1); then rm -f $(1).$$$$; else mv -f $(1).$$$$ $(1)$(2); fi
 # The emulator's build rules and flags (EMU_REWRITE, EMU_RUNTIME, EMU_CXXFLAGS, EMU_LDLIBS).
 include emu/emu.mk
 # cuemu-nvcc, the nvcc-like driver for any .cu program (emu/tools/tools.mk).
@@ -127,7 +132,7 @@ $(BUILD)/BACKEND: FORCE
 # built again: `make ARCH=sm_80` after a build for sm_90 must not keep sm_90's objects.
 $(BUILD)/gpu/nvcc.flags: FORCE
 	@mkdir -p $(@D)
-	@{ echo '$(NVCC) | $(ARCH) | $(NVCCFLAGS)'; command -v $(firstword $(NVCC)); } > $@.tmp 2>/dev/null; if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+	@{ echo '$(NVCC) | $(ARCH) | $(NVCCFLAGS)'; command -v $(firstword $(NVCC)); } > $@.$$$$ 2>/dev/null; $(call replace_if_changed,$@)
 
 $(BUILD)/gpu/common/tut_check.o: common/tut_check.cu $(COMMON_H) $(BUILD)/gpu/nvcc.flags | nvcc-present
 	@mkdir -p $(@D)
@@ -149,7 +154,7 @@ LDLIBS_04_shared_memory := -lcublas
 NCCL_HOME ?=
 $(BUILD)/gpu/nccl.flags: tools/find_nccl.sh FORCE
 	@mkdir -p $(@D)
-	@NVCC="$(NVCC)" NCCL_HOME="$(NCCL_HOME)" sh tools/find_nccl.sh > $@.tmp && if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+	@NVCC="$(NVCC)" NCCL_HOME="$(NCCL_HOME)" sh tools/find_nccl.sh > $@.$$$$ && $(call replace_if_changed,$@)
 $(BUILD)/gpu/chapters/lib09_multi_gpu.so $(BUILD)/gpu/solutions/lib09_multi_gpu.so \
   $(patsubst %.cu,$(BUILD)/gpu/%.o,$(wildcard chapters/09_multi_gpu/*.cu solutions/09_multi_gpu/*.cu)): $(BUILD)/gpu/nccl.flags
 LDLIBS_09_multi_gpu = $(shell cat $(BUILD)/gpu/nccl.flags 2>/dev/null)
@@ -184,7 +189,7 @@ $(BUILD)/cpu/common/tut_check.o: common/tut_check.cu $(COMMON_H) $(EMU_REWRITE) 
 define cpu_lib
 $(BUILD)/cpu/$(1)/obj/%.cpp: $(1)/%.cu $$(EMU_REWRITE) FORCE
 	@mkdir -p $$(@D)
-	@$$(EMU_REWRITE) $$< $$@.tmp && if cmp -s $$@.tmp $$@; then rm -f $$@.tmp; else mv -f $$@.tmp $$@$(if $(V), && echo "$$(EMU_REWRITE) $$< $$@"); fi
+	@$$(EMU_REWRITE) $$< $$@.$$$$$$$$ && $$(call replace_if_changed,$$@,$(if $(V), && echo "$$(EMU_REWRITE) $$< $$@"))
 $(BUILD)/cpu/$(1)/obj/%.o: $(BUILD)/cpu/$(1)/obj/%.cpp $(COMMON_H) $$(EMU_HEADERS) $$(EMU_HOOKS_BC)
 	$$(EMU_CXX) $$(EMU_PCH_CXXFLAGS) -DTUT_BACKEND_CPU -Icommon -I$(1)/$$(*D) $$(EMU_FLAGS_$$(*D)) -c -o $$(call emu_compile_to,$$@) $$<
 	$$(call emu_inline_hooks,$$@)

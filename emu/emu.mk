@@ -179,15 +179,15 @@ EMU_RUNTIME  := $(EMU_BUILD)/libcuemu.a
 # changes, and then everything that depends on the headers is built again, as the GPU's
 # objects are after nvcc.flags changes: a build by g++ followed by `make` with clang++ (or
 # after llvm-link was installed, or with EMU_STEP2=o2) must not link the objects of the first.
-# Built paths are left out (the gcc PCH's -I), so that a copy of the build agrees with it; the
-# file written first has the shell's process number in its name, as several makes may share
-# this folder (make mutants' workers, which are also told not to remake it).
+# Built paths are left out (the gcc PCH's -I), so that a copy of the build agrees with it. Several
+# makes may share this folder (make mutants' workers, which are also told not to remake it):
+# replace_if_changed (Makefile) writes through a name of the shell's own.
 EMU_FLAGS_FILE := $(EMU_BUILD)/emu.flags
 $(EMU_FLAGS_FILE): FORCE
 	@mkdir -p $(@D)
 	@printf '%s\n' '$(EMU_CXX) | $(TUT_EMU_CXX_ID) | $(TUT_EMU_CXX_DIR)' '$(EMU_CC)' '$(EMU_CXXFLAGS_BASE)' \
 	    '$(EMU_CFLAGS)' '$(EMU_LDLIBS)' '$(EMU_LLVM_LINK) $(EMU_OPT) $(EMU_STEP2)' > $@.$$$$; \
-	    if cmp -s $@.$$$$ $@; then rm -f $@.$$$$; else mv -f $@.$$$$ $@; fi
+	    $(call replace_if_changed,$@)
 EMU_HEADERS  := $(wildcard emu/include/*.h emu/include/*.hpp emu/include/cuda/*) $(EMU_FLAGS_FILE)
 # -g: fault reports find the file:line with addr2line; DWARF 4 because addr2line (binutils
 # 2.40) names the .cpp instead of the #line file in DWARF 5 line tables. clang: line tables and

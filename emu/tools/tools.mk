@@ -24,8 +24,7 @@ $(CUEMU_NVCC): emu/tools/cuemu_nvcc.py FORCE | $(EMU_REWRITE) $(EMU_RUNTIME) $(E
 	    -e 's|@EMU_REWRITE@|$(abspath $(EMU_REWRITE))|' \
 	    -e 's|@EMU_RUNTIME@|$(abspath $(EMU_RUNTIME))|' \
 	    -e "s|@CUDART_VERSION@|$$(sed -n 's/^#define CUDART_VERSION *\([0-9]*\).*/\1/p' emu/include/cuda_runtime.h)|" \
-	    $< > $@.tmp && chmod +x $@.tmp
-	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@$(if $(V), && echo "wrote $@"); fi
+	    $< > $@.$$$$ && chmod +x $@.$$$$ && $(call replace_if_changed,$@,$(if $(V), && echo "wrote $@"))
 
 cuemu-nvcc: $(CUEMU_NVCC) $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_PCH) ## build/bin/cuemu-nvcc: compile any .cu program for the emulator, like nvcc
 
