@@ -124,7 +124,7 @@ ifeq ($(origin EMU_LTO),undefined)
 EMU_LTO      := $(if $(EMU_TRACE),$(if $(and $(TUT_EMU_CXX_DIR),$(wildcard $(TUT_EMU_CXX_DIR)/../lib/LLVMgold.so)),y))
 endif
 EMU_LTOFLAGS := $(if $(EMU_LTO),-flto)
-EMU_LTOLINK  := $(if $(EMU_LTO),-flto $(foreach o,simplifycfg-sink-common simplifycfg-hoist-common vectorize-loops vectorize-slp,-Wl$(comma)-plugin-opt=-$(o)=false))
+EMU_LTOLINK  := $(if $(EMU_LTO),-flto $(foreach o,simplifycfg-sink-common simplifycfg-hoist-common vectorize-loops vectorize-slp enable-gvn-memdep,-Wl$(comma)-plugin-opt=-$(o)=false))
 
 # The hooks inlined one file at a time, where llvm-link sits beside clang (Debian's llvm-N,
 # which clang recommends; EMU_LLVM_LINK= turns it off): each emulated file's bitcode is linked
@@ -224,7 +224,8 @@ EMU_CXXFLAGS := $(EMU_STD) -O2 -fPIC $(EMU_DEBUG) -Iemu/include -isystememu/incl
 # once aborted failed kernels there, emu/core/sched.c): every distribution tests the same code.
 EMU_FORTIFY  := $(if $(EMU_SANITIZE),,-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2)
 EMU_CFLAGS   := -std=gnu11 -O2 -fPIC -g -Wall -Iemu/include $(EMU_FORTIFY) $(EMU_SANFLAGS)
-EMU_LDLIBS   := -lpthread -lm -ldl -lrt $(EMU_LTOLINK) $(EMU_SANFLAGS)
+EMU_LDLIBS   := -lpthread -lm -ldl -lrt $(EMU_LTOLINK) $(EMU_SANFLAGS) \
+	$(if $(and $(EMU_LTO),$(filter -gline-tables-only,$(EMU_DEBUG))),-Wl$(comma)-plugin-opt=-livedebugvalues-max-stack-slots=0)
 EMU_CXXFLAGS_BASE := $(EMU_CXXFLAGS)
 
 EMU_LIB_SRC  := $(wildcard emu/core/*.c emu/core/*.cpp emu/core/*.S \

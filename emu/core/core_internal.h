@@ -153,6 +153,12 @@ CUEMU_HIDDEN void cuemu_access_slow(const void *addr, unsigned size, int write, 
    w the caller's CUEMU_W. */
 CUEMU_HIDDEN void cuemu_access_slow_here(const void *addr, unsigned size, int write,
                                          struct cuemu_worker *w);
+/* The slow path's check of one whole, aligned 4-byte word of region r (its shadow s), which
+   the fast path found in hit[0] or hit[1]: what cuemu_access_slow does for it, without looking
+   for its region. The _here form as cuemu_access_slow_here. */
+CUEMU_HIDDEN void cuemu_access_word(region *r, shadow *s, int write, void *pc);
+CUEMU_HIDDEN void cuemu_access_word_here(region *r, shadow *s, int write,
+                                         struct cuemu_worker *w);
 /* Recomputes cuemu_fast (the observer, the regions or the zones changed). */
 void cuemu_access_fast_update(void);
 void cuemu_access_launch_end(void);

@@ -25,9 +25,11 @@
 #ifdef CUEMU_HOOKS_LTO
 #define HOOK_INLINE __attribute__((always_inline))
 #define SLOW(p, n, w) cuemu_access_slow_here((p), (n), (w), CUEMU_W)
+#define WORD(r, s, w) cuemu_access_word_here((r), (s), (w), CUEMU_W)
 #else
 #define HOOK_INLINE
 #define SLOW(p, n, w) cuemu_access_slow((p), (n), (w), __builtin_return_address(0))
+#define WORD(r, s, w) cuemu_access_word((r), (s), (w), __builtin_return_address(0))
 #endif
 
 /* 1 when the access certainly needs nothing more (see cuemu_access_fast in core_internal.h).
@@ -42,15 +44,25 @@ static inline __attribute__((always_inline)) int fast_done(uintptr_t a, unsigned
     /* an atomic's own load and store: the race check leaves them out (cuemu_access_slow), so
        only the guard zones remain (the regions' bounding box may span global memory too) */
     const int atomic = CUEMU_W->pub.atomic_depth;
-    if (!write && size == 4 && !atomic) {
+    if (size == 4 && !atomic) {
         for (int i = 0; i < 2; i++) {
-            const region *r = f->hit[i];
+            region *r = f->hit[i];
             size_t off = (size_t)(a - (uintptr_t)r->lo);
-            if (off < r->n) return !(off & 3) && off + 4 <= r->n && r->sh[off / 4].quiet == f->epoch;
+            if (off < r->n) {
+                if ((off & 3) || off + 4 > r->n) return 0;
+                shadow *s = &r->sh[off / 4];
+                if (!write && s->quiet == f->epoch) return 1;
+                /* a whole word of a region found lately: the race check of that word alone
+                   (sspan 0: no race check, or an observer, which must see every access of
+                   one instruction come from one code address, the slow path's call) */
+                if (!f->sspan) return 0;
+                WORD(r, s, write);
+                return 1;
+            }
         }
         /* a quiet word of another region, read lately (a __shared__ scalar) */
         const struct cuemu_quiet_slot *q = &f->quiet[(a >> 2) % CUEMU_QUIET_SLOTS];
-        if (q->a == a && *q->quiet == f->epoch) return 1;
+        if (!write && q->a == a && *q->quiet == f->epoch) return 1;
     }
     if (a - f->slo < f->sspan && !atomic) return 0;
     return a + size <= f->zlo || a >= f->zhi;
