@@ -84,6 +84,18 @@ HOOK(8, uint64_t)
 HOOK(16, __int128)
 #undef HOOK
 
+/* cuemu_core.h: an atomic in the shared region a kernel's accesses hit last (a shared-memory
+   histogram's bins) needs no compare-and-swap, which took most of such a kernel's time. */
+HOOK_INLINE int cuemu_atomic_private(const void *p)
+{
+    const struct cuemu_access_fast *f = &cuemu_fast;
+    for (int i = 0; i < 2; i++) {
+        const region *r = f->hit[i];
+        if ((uintptr_t)p - (uintptr_t)r->lo < r->n) return 1;
+    }
+    return 0;
+}
+
 /* A thread's kernel body returned during the block's lazy phase (sched.c): the next thread in
    order becomes current and runs on the same stack, with no switch. 0 when the caller must go
    back to the core (the block is done, or some thread waited). */

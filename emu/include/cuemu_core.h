@@ -179,6 +179,11 @@ int   cuemu_cluster_query(const void *p);
    body may run right away, on the same stack (nothing in the block has waited yet); 0 if the
    caller must return to the core instead. */
 CUEMU_HIDDEN int cuemu_thread_next(void);
+/* 1 when an atomic on p needs no compare-and-swap although the launch runs on several host
+   threads: p lies in a shared region of this host thread's (each has its own copy of a block's
+   shared memory, and nothing else runs on it during the operation). Only the regions it
+   touched last are looked at: a 0 costs a compare-and-swap, never a wrong result. */
+CUEMU_HIDDEN int cuemu_atomic_private(const void *p);
 void cuemu_syncthreads(const char *file, int line);
 /* op: 0 count, 1 and, 2 or */
 int  cuemu_syncthreads_op(int op, int pred, const char *file, int line);

@@ -268,7 +268,8 @@ static inline __attribute__((always_inline)) void cuemu_atomic_depth_add(int d)
         CUEMU_TSAN_ACQ(address);                                                         \
         cuemu_atomic_depth_add(1);                                                       \
         T old = *address;                                                                \
-        if (__builtin_expect(cuemu_w_int(offsetof(struct cuemu_tls, mt)), 0)) {         \
+        if (__builtin_expect(cuemu_w_int(offsetof(struct cuemu_tls, mt)), 0) &&         \
+            !cuemu_atomic_private(address)) {                                            \
             T nv;                                                                        \
             do nv = (EXPR);                                                              \
             while (!__atomic_compare_exchange(address, &old, &nv, false,                 \
@@ -316,7 +317,8 @@ CUEMU_ATOMIC(atomicDec, unsigned int, (old == 0u || old > val) ? val : old - 1u)
     static inline T atomicCAS(T *address, T compare, T val) \
     { CUEMU_TSAN_ACQ(address); cuemu_atomic_depth_add(1);                                \
       T old = *address;                                                                  \
-      if (__builtin_expect(cuemu_w_int(offsetof(struct cuemu_tls, mt)), 0)) {           \
+      if (__builtin_expect(cuemu_w_int(offsetof(struct cuemu_tls, mt)), 0) &&           \
+          !cuemu_atomic_private(address)) {                                              \
           old = compare;                                                                 \
           __atomic_compare_exchange_n(address, &old, val, false, __ATOMIC_SEQ_CST,       \
                                       __ATOMIC_SEQ_CST);                                 \

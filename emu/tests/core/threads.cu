@@ -60,6 +60,31 @@ __global__ void who_kernel(long long *tid, float *fsum, unsigned *count, int wai
     atomicAdd(count, s[(threadIdx.x + 1) % kThreads] == (int)((threadIdx.x + 1) % kThreads) ? 1u : 1000u);
 }
 
+/* Atomics on shared bins (which need no compare-and-swap: each host thread has its own copy of
+   a block's shared memory) between atomics on global memory (which do): a histogram, the
+   largest value, and the first thread to claim a shared slot, each checked against the host. */
+__global__ void hist_kernel(const unsigned char *in, unsigned *bins, unsigned *total, int *max,
+                            int *claims, int n)
+{
+    __shared__ unsigned h[256];
+    __shared__ int top, owner;
+    h[threadIdx.x] = 0;
+    if (threadIdx.x == 0) top = -1, owner = -1;
+    __syncthreads();
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        atomicAdd(&h[in[i]], 1u);
+        atomicAdd(total, 1u);
+        atomicMax(&top, (int)in[i]);
+    }
+    atomicCAS(&owner, -1, (int)threadIdx.x);
+    __syncthreads();
+    atomicAdd(&bins[threadIdx.x], h[threadIdx.x]);
+    if (threadIdx.x == 0) {
+        atomicMax(max, top);
+        atomicAdd(&claims[owner], 1);
+    }
+}
+
 __global__ void oob_kernel(float *out, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -253,6 +278,52 @@ int main()
         cudaFree(count);
         cudaFree(first);
         cudaFree(other);
+    }
+    // atomics on shared and on global memory, side by side: none lost whatever the host threads
+    {
+        constexpr int n = 1 << 18;
+        static unsigned char in[n];
+        unsigned want[256] = {};
+        int want_max = 0;
+        for (int i = 0; i < n; i++) {
+            in[i] = (unsigned char)((i * 2654435761u) >> 24) % 251;
+            want[in[i]]++;
+            want_max = in[i] > want_max ? in[i] : want_max;
+        }
+        unsigned char *d_in = nullptr;
+        unsigned *bins = nullptr, *total = nullptr;
+        int *max = nullptr, *claims = nullptr;
+        CUDA_OK(cudaMalloc(&d_in, n));
+        CUDA_OK(cudaMemcpy(d_in, in, n, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaMallocManaged(&bins, 256 * sizeof(unsigned)));
+        CUDA_OK(cudaMallocManaged(&total, sizeof(unsigned)));
+        CUDA_OK(cudaMallocManaged(&max, sizeof(int)));
+        CUDA_OK(cudaMallocManaged(&claims, 256 * sizeof(int)));
+        for (int t : {1, 2, 4}) {
+            char nt[16];
+            std::snprintf(nt, sizeof nt, "%d", t);
+            setenv("CUEMU_THREADS", nt, 1);
+            std::memset(bins, 0, 256 * sizeof(unsigned));
+            std::memset(claims, 0, 256 * sizeof(int));
+            *total = 0;
+            *max = -1;
+            hist_kernel<<<kBlocks, 256>>>(d_in, bins, total, max, claims, n);
+            CUDA_OK(cudaDeviceSynchronize());
+            int wrong = 0, claimed = 0;
+            for (int b = 0; b < 256; b++) {
+                wrong += bins[b] != want[b];
+                claimed += claims[b];
+            }
+            EXPECT_EQ_INT(wrong, 0);
+            EXPECT_EQ_INT((long long)*total, n);
+            EXPECT_EQ_INT(*max, want_max);
+            EXPECT_EQ_INT(claimed, kBlocks);   // one claim per block
+        }
+        cudaFree(d_in);
+        cudaFree(bins);
+        cudaFree(total);
+        cudaFree(max);
+        cudaFree(claims);
     }
     same_everywhere(OOB, "out-of-bounds write of global memory", cudaErrorIllegalAddress);
 #if EMU_RACE_DETECTOR
