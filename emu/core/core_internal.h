@@ -39,7 +39,8 @@ typedef struct {
 
 /* What the hooks' inline fast path reads (kept by access.c): an access needs the slow path
    when it lies in [slo, slo + sspan) (where shared regions are) and is not a read of a quiet
-   word of hit[0] or hit[1], or when it touches [zlo, zhi) (where guard zones are). [lo, lo +
+   word of hit[0] or hit[1] (any other whole word of those two gets the check of that word
+   alone, cuemu_access_word), or when it touches [zlo, zhi) (where guard zones are). [lo, lo +
    span) holds both: an access outside it (most global accesses, every coroutine frame's) is
    settled by one compare. hit[]: the regions the last shared accesses hit, the latest first
    (CUEMU_HITS of them, for the slow path). quiet[]: 4-byte reads of quiet words that the slow
