@@ -721,6 +721,37 @@ static inline __attribute__((always_inline)) void access_word(struct cuemu_worke
     }
 }
 
+/* A 4-byte store (hooks.c): the check of its word when it lies, whole, in hit[0] or hit[1]
+   (and, as above, the race check is on and no observer watches; nor is it an atomic's), else
+   the slow path. */
+static inline __attribute__((always_inline)) void access_store4(struct cuemu_worker *w,
+                                                               const void *p, void *pc)
+{
+    const struct cuemu_access_fast *f = &w->fast;
+    if (f->sspan && !w->pub.atomic_depth) {
+        for (int i = 0; i < 2; i++) {
+            region *r = f->hit[i];
+            size_t off = (size_t)((uintptr_t)p - (uintptr_t)r->lo);
+            if (off < r->n) {
+                if ((off & 3) || off + 4 > r->n) break;
+                access_word(w, r, &r->sh[off / 4], 1, pc);
+                return;
+            }
+        }
+    }
+    access_slow(w, p, 4, 1, pc);
+}
+
+__attribute__((noinline)) void cuemu_access_store4(const void *p, void *pc)
+{
+    access_store4(CUEMU_W, p, pc);
+}
+
+__attribute__((noinline)) void cuemu_access_store4_here(const void *p, struct cuemu_worker *w)
+{
+    access_store4(w, p, __builtin_return_address(0));
+}
+
 __attribute__((noinline)) void cuemu_access_word(region *r, shadow *s, int write, void *pc)
 {
     access_word(CUEMU_W, r, s, write, pc);

@@ -160,6 +160,10 @@ CUEMU_HIDDEN void cuemu_access_slow_here(const void *addr, unsigned size, int wr
 CUEMU_HIDDEN void cuemu_access_word(region *r, shadow *s, int write, void *pc);
 CUEMU_HIDDEN void cuemu_access_word_here(region *r, shadow *s, int write,
                                          struct cuemu_worker *w);
+/* A 4-byte store that the fast path did not settle: the check of its word when it lies in
+   hit[0] or hit[1], else the slow path's. */
+CUEMU_HIDDEN void cuemu_access_store4(const void *p, void *pc);
+CUEMU_HIDDEN void cuemu_access_store4_here(const void *p, struct cuemu_worker *w);
 /* Recomputes cuemu_fast (the observer, the regions or the zones changed). */
 void cuemu_access_fast_update(void);
 void cuemu_access_launch_end(void);

@@ -26,10 +26,12 @@
 #define HOOK_INLINE __attribute__((always_inline))
 #define SLOW(p, n, w) cuemu_access_slow_here((p), (n), (w), CUEMU_W)
 #define WORD(r, s, w) cuemu_access_word_here((r), (s), (w), CUEMU_W)
+#define STORE4(p) cuemu_access_store4_here((p), CUEMU_W)
 #else
 #define HOOK_INLINE
 #define SLOW(p, n, w) cuemu_access_slow((p), (n), (w), __builtin_return_address(0))
 #define WORD(r, s, w) cuemu_access_word((r), (s), (w), __builtin_return_address(0))
+#define STORE4(p) cuemu_access_store4((p), __builtin_return_address(0))
 #endif
 
 /* 1 when the access certainly needs nothing more (see cuemu_access_fast in core_internal.h).
@@ -44,30 +46,34 @@ static inline __attribute__((always_inline)) int fast_done(uintptr_t a, unsigned
     /* an atomic's own load and store: the race check leaves them out (cuemu_access_slow), so
        only the guard zones remain (the regions' bounding box may span global memory too) */
     const int atomic = CUEMU_W->pub.atomic_depth;
-    if (size == 4 && !atomic) {
+    if (!write && size == 4 && !atomic) {
         for (int i = 0; i < 2; i++) {
             region *r = f->hit[i];
             size_t off = (size_t)(a - (uintptr_t)r->lo);
             if (off < r->n) {
                 if ((off & 3) || off + 4 > r->n) return 0;
                 shadow *s = &r->sh[off / 4];
-                if (!write && s->quiet == f->epoch) return 1;
+                if (s->quiet == f->epoch) return 1;
                 /* a whole word of a region found lately: the race check of that word alone
                    (sspan 0: no race check, or an observer, which must see every access of
                    one instruction come from one code address, the slow path's call) */
                 if (!f->sspan) return 0;
-                WORD(r, s, write);
+                WORD(r, s, 0);
                 return 1;
             }
         }
         /* a quiet word of another region, read lately (a __shared__ scalar) */
         const struct cuemu_quiet_slot *q = &f->quiet[(a >> 2) % CUEMU_QUIET_SLOTS];
-        if (!write && q->a == a && *q->quiet == f->epoch) return 1;
+        if (q->a == a && *q->quiet == f->epoch) return 1;
     }
     if (a - f->slo < f->sspan && !atomic) return 0;
     return a + size <= f->zlo || a >= f->zhi;
 }
 
+/* A 4-byte store the fast path did not settle goes to cuemu_access_store4, which looks at
+   hit[0] and hit[1] itself: a shared store is rarely settled here (a write is always
+   recorded), and the search written out at every store made the link's code generation
+   longer than the call it saved. */
 #define HOOK(N, T)                                                                         \
     HOOK_INLINE void __sanitizer_cov_load##N(T *p)                                         \
     {                                                                                      \
@@ -75,7 +81,10 @@ static inline __attribute__((always_inline)) int fast_done(uintptr_t a, unsigned
     }                                                                                      \
     HOOK_INLINE void __sanitizer_cov_store##N(T *p)                                        \
     {                                                                                      \
-        if (!fast_done((uintptr_t)p, N, 1)) SLOW(p, N, 1);                                 \
+        if (!fast_done((uintptr_t)p, N, 1)) {                                              \
+            if (N == 4) STORE4(p);                                                         \
+            else SLOW(p, N, 1);                                                            \
+        }                                                                                  \
     }
 HOOK(1, uint8_t)
 HOOK(2, uint16_t)
