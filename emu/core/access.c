@@ -645,6 +645,16 @@ static inline __attribute__((always_inline)) region *find_region(struct cuemu_wo
     return r;
 }
 
+/* A 4-byte read of a that left its word (shadow s) quiet: the fast path settles the next one
+   from the quiet words' cache (hooks.c), also once its region has left hit[]. */
+static inline __attribute__((always_inline)) void quiet_remember(struct cuemu_worker *w,
+                                                                uintptr_t a, shadow *s)
+{
+    struct cuemu_quiet_slot *q = &w->fast.quiet[(a >> 2) % CUEMU_QUIET_SLOTS];
+    q->a = a;
+    q->quiet = &s->quiet;
+}
+
 /* Everything about one access that the hooks' fast path (hooks.c) could not settle; pc is the
    code address of the access (the return address of the hook, or of the call here). */
 static inline __attribute__((always_inline)) void access_slow(struct cuemu_worker *w,
@@ -662,12 +672,7 @@ static inline __attribute__((always_inline)) void access_slow(struct cuemu_worke
             if (!(off & 3) && size >= 4 && off + size <= r->n) {
                 shadow *s = &r->sh[off / 4];
                 word_access(w, r, s, 0xF, (const char *)addr, write, pc);
-                if (size == 4 && !write && s->quiet == w->fast.epoch) {
-                    /* the fast path settles this read next time (hooks.c) */
-                    struct cuemu_quiet_slot *q = &w->fast.quiet[(a >> 2) % CUEMU_QUIET_SLOTS];
-                    q->a = a;
-                    q->quiet = &s->quiet;
-                }
+                if (size == 4 && !write && s->quiet == w->fast.epoch) quiet_remember(w, a, s);
                 if (size >= 8) {
                     word_access(w, r, s + 1, 0xF, (const char *)addr, write, pc);
                     if (size == 16) {
@@ -713,12 +718,7 @@ static inline __attribute__((always_inline)) void access_word(struct cuemu_worke
     if (!w->pub.cur) return;
     const char *a = r->lo + (s - r->sh) * 4;
     word_access(w, r, s, 0xF, a, write, pc);
-    if (!write && s->quiet == w->fast.epoch) {
-        /* as in access_slow: should r leave hit[], its quiet words are still found */
-        struct cuemu_quiet_slot *q = &w->fast.quiet[((uintptr_t)a >> 2) % CUEMU_QUIET_SLOTS];
-        q->a = (uintptr_t)a;
-        q->quiet = &s->quiet;
-    }
+    if (!write && s->quiet == w->fast.epoch) quiet_remember(w, (uintptr_t)a, s);
 }
 
 /* A 4-byte store (hooks.c): the check of its word when it lies, whole, in hit[0] or hit[1]
@@ -727,16 +727,12 @@ static inline __attribute__((always_inline)) void access_word(struct cuemu_worke
 static inline __attribute__((always_inline)) void access_store4(struct cuemu_worker *w,
                                                                const void *p, void *pc)
 {
-    const struct cuemu_access_fast *f = &w->fast;
-    if (f->sspan && !w->pub.atomic_depth) {
-        for (int i = 0; i < 2; i++) {
-            region *r = f->hit[i];
-            size_t off = (size_t)((uintptr_t)p - (uintptr_t)r->lo);
-            if (off < r->n) {
-                if ((off & 3) || off + 4 > r->n) break;
-                access_word(w, r, &r->sh[off / 4], 1, pc);
-                return;
-            }
+    if (w->fast.sspan && !w->pub.atomic_depth) {
+        size_t off;
+        region *r = cuemu_hit_region(&w->fast, (uintptr_t)p, &off);
+        if (r && !(off & 3) && off + 4 <= r->n) {
+            access_word(w, r, &r->sh[off / 4], 1, pc);
+            return;
         }
     }
     access_slow(w, p, 4, 1, pc);

@@ -64,6 +64,19 @@ struct cuemu_access_fast {
     struct cuemu_quiet_slot quiet[CUEMU_QUIET_SLOTS];
 };
 
+/* The region of hit[0] or hit[1] that holds address a, and a's offset in it (*off); NULL when
+   neither does. What the fast path, the store's call and the atomics look at first. */
+static inline __attribute__((always_inline)) region *cuemu_hit_region(
+    const struct cuemu_access_fast *f, uintptr_t a, size_t *off)
+{
+    for (int i = 0; i < 2; i++) {
+        region *r = f->hit[i];
+        *off = (size_t)(a - (uintptr_t)r->lo);
+        if (*off < r->n) return r;
+    }
+    return NULL;
+}
+
 /* A host thread's record while it runs blocks of a launch (cuemu_w points at its pub); sched.c
    extends it with the scheduler's state. Everything a block's run changes lives here, so that
    several host threads can each run blocks of one launch. */

@@ -47,20 +47,18 @@ static inline __attribute__((always_inline)) int fast_done(uintptr_t a, unsigned
        only the guard zones remain (the regions' bounding box may span global memory too) */
     const int atomic = CUEMU_W->pub.atomic_depth;
     if (!write && size == 4 && !atomic) {
-        for (int i = 0; i < 2; i++) {
-            region *r = f->hit[i];
-            size_t off = (size_t)(a - (uintptr_t)r->lo);
-            if (off < r->n) {
-                if ((off & 3) || off + 4 > r->n) return 0;
-                shadow *s = &r->sh[off / 4];
-                if (s->quiet == f->epoch) return 1;
-                /* a whole word of a region found lately: the race check of that word alone
-                   (sspan 0: no race check, or an observer, which must see every access of
-                   one instruction come from one code address, the slow path's call) */
-                if (!f->sspan) return 0;
-                WORD(r, s, 0);
-                return 1;
-            }
+        size_t off;
+        region *r = cuemu_hit_region(f, a, &off);
+        if (r) {
+            if ((off & 3) || off + 4 > r->n) return 0;
+            shadow *s = &r->sh[off / 4];
+            if (s->quiet == f->epoch) return 1;
+            /* a whole word of a region found lately: the race check of that word alone
+               (sspan 0: no race check, or an observer, which must see every access of one
+               instruction come from one code address, the slow path's call) */
+            if (!f->sspan) return 0;
+            WORD(r, s, 0);
+            return 1;
         }
         /* a quiet word of another region, read lately (a __shared__ scalar) */
         const struct cuemu_quiet_slot *q = &f->quiet[(a >> 2) % CUEMU_QUIET_SLOTS];
@@ -97,12 +95,8 @@ HOOK(16, __int128)
    histogram's bins) needs no compare-and-swap, which took most of such a kernel's time. */
 HOOK_INLINE int cuemu_atomic_private(const void *p)
 {
-    const struct cuemu_access_fast *f = &cuemu_fast;
-    for (int i = 0; i < 2; i++) {
-        const region *r = f->hit[i];
-        if ((uintptr_t)p - (uintptr_t)r->lo < r->n) return 1;
-    }
-    return 0;
+    size_t off;
+    return cuemu_hit_region(&cuemu_fast, (uintptr_t)p, &off) != NULL;
 }
 
 /* A thread's kernel body returned during the block's lazy phase (sched.c): the next thread in
