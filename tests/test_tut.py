@@ -2,6 +2,7 @@
 """Unit tests of the course's own machinery: common/tut.py and tools/exercises.py.
 They need no GPU and no chapter library."""
 import contextlib
+import ctypes
 import io
 import json
 import subprocess
@@ -383,6 +384,91 @@ class Harness(unittest.TestCase):
         ch.exercise(1, "a")(lambda ctx: None)
         with self.assertRaises(ValueError):
             ch.exercise(1, "b")(lambda ctx: None)
+
+
+class FakeGpu:
+    """A device for device_ballast as a GPU's driver behaves: 2 MiB pages, cudaMemGetInfo,
+    cudaErrorMemoryAllocation when it is full; it counts the allocations the size of a ballast."""
+    PAGE, TOTAL = 2 << 20, 1 << 30
+    backend = "gpu"
+
+    def __init__(self):
+        self.cdll, self.allocs, self.next, self.big = object(), {}, 1 << 32, 0
+
+    def mem_used(self):
+        return sum(-(-n // self.PAGE) * self.PAGE for n in self.allocs.values()) + (64 << 20)
+
+    def mem_info(self):
+        return self.TOTAL - self.mem_used(), self.TOTAL
+
+    def malloc_raw(self, pp, n):
+        if -(-n // self.PAGE) * self.PAGE > self.mem_info()[0]:
+            raise tut.CudaError(2, "cudaErrorMemoryAllocation", "out of memory")
+        self.next += 1 << 31
+        self.allocs[self.next], pp._obj.value = n, self.next
+        self.big += n > self.TOTAL // 2
+
+    def free_raw(self, p):
+        del self.allocs[p]
+
+    def synchronize(self):
+        return 0
+
+    def clear_last_error(self):
+        pass
+
+
+class Ballast(unittest.TestCase):
+    """A GPU's ballast is kept from one test that fills the device to the next that does (a
+    device-filling cudaMalloc after another's cudaFree waits for the driver), and from no test
+    to any other: the leak check still sees every test's own memory."""
+
+    def chapter(self, leak_in=None):
+        ch, seen = tut.Chapter(2, "02_x"), {}
+
+        def filling(name):
+            def test(ctx):
+                with tut.device_ballast(ctx.lib, 20 << 20) as free:
+                    seen[name] = free
+                    if name == leak_in:
+                        ctx.lib.malloc_raw(ctypes.byref(ctypes.c_void_p()), 1 << 20)
+            return test
+
+        def plain(ctx):
+            seen["plain"] = ctx.lib.mem_info()[0]
+        ch.exercise(1, "fills", ballast=True)(filling("1"))
+        ch.exercise(2, "fills too", ballast=True)(filling("2"))
+        ch.exercise(3, "needs the memory")(plain)
+        ch.exercise(4, "fills again", ballast=True)(filling("4"))
+        return ch, seen
+
+    def run_all(self, ch, lib):
+        return [ch.run_test(t, lib, seed=1) for t in ch.tests]
+
+    def test_kept_between_tests_that_fill_and_freed_before_one_that_does_not(self):
+        ch, seen = self.chapter()
+        lib = FakeGpu()
+        self.assertEqual([r["status"] for r in self.run_all(ch, lib)], ["PASS"] * 4)
+        self.assertEqual(lib.big, 2)   # tests 1 and 2 share one; 4 makes its own
+        self.assertTrue(all(18 << 20 <= seen[k] <= 22 << 20 for k in "124"), seen)
+        self.assertGreater(seen["plain"], FakeGpu.TOTAL // 2)   # test 3 had the device back
+        tut.memory.ballast_between_tests(False, False)   # as the harness's loop ends
+        self.assertEqual(lib.allocs, {})
+
+    def test_a_leak_beside_a_kept_ballast_is_still_a_leak(self):
+        ch, seen = self.chapter(leak_in="2")
+        lib = FakeGpu()
+        results = self.run_all(ch, lib)
+        self.assertEqual([r["status"] for r in results], ["PASS", "FAIL", "PASS", "PASS"])
+        # the 1 MiB it kept, as cudaMemGetInfo counts it: one 2 MiB page
+        self.assertIn("leak: 2097152 bytes still in use", results[1]["message"])
+        tut.memory.ballast_between_tests(False, False)
+
+    def test_never_kept_outside_the_harness(self):
+        lib = FakeGpu()
+        with tut.device_ballast(lib, 20 << 20):
+            pass
+        self.assertEqual(lib.allocs, {})
 
 
 class Generator(unittest.TestCase):

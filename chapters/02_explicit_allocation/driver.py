@@ -181,7 +181,7 @@ def random_ab(rng):
 
 
 # ---- exercises ----------------------------------------------------------------------------------
-@CH.exercise(1, "roundtrip: allocate, copy in, compute, copy out, free")
+@CH.exercise(1, "roundtrip: allocate, copy in, compute, copy out, free", ballast=True)
 def test_roundtrip(ctx):
     sizes = [0, 1, 31, 257, 999_983] + ([(1 << 22) + 7] if ctx.large else [])
     for n in sizes:
@@ -201,7 +201,8 @@ def test_roundtrip(ctx):
                                  f"second cudaMalloc failed")
 
 
-@CH.exercise(2, "apply_twice: no leak when the second or third cudaMalloc fails")
+@CH.exercise(2, "apply_twice: no leak when the second or third cudaMalloc fails",
+             ballast=True)
 def test_apply_twice(ctx):
     for n in (1, 257, 999_983):
         x = tut.random_f32(ctx.rng, n)
@@ -240,7 +241,8 @@ def test_apply_twice(ctx):
                              f"cudaMallocs failed: free all three on every error path")
 
 
-@CH.exercise(3, "process_chunked: an array larger than free device memory, in chunks")
+@CH.exercise(3, "process_chunked: an array larger than free device memory, in chunks",
+             ballast=True)
 def test_chunked(ctx):
     n = 999_983
     x = tut.random_f32(ctx.rng, n)
@@ -249,7 +251,7 @@ def test_chunked(ctx):
         tut.assert_close(process_chunked(ctx.lib, x, a, b, chunk), tut.ref_scale_shift(x, a, b),
                          rtol=1e-6, atol=1e-6, name=f"chunked n={n} chunk={chunk}")
     with tut.device_ballast(ctx.lib, tut.ballast_budget(ctx.backend)) as free:
-        big = tut.random_f32(ctx.rng, int(free * 2.5) // 4)   # 2.5x what the device has free
+        big = tut.random_f32(ctx.rng, int(free * 1.5) // 4)   # 1.5x what the device has free
         a, b = random_ab(ctx.rng)
         tut.expect_cuda_error(ctx.lib, "cudaErrorMemoryAllocation",
                               lambda: process_whole(ctx.lib, big, a, b),

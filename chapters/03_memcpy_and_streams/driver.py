@@ -372,7 +372,8 @@ def random_ab(rng):
 
 
 # ---- exercises ----------------------------------------------------------------------------------
-@CH.exercise(1, "pinned_roundtrip: register, copy through the device, unregister on every path")
+@CH.exercise(1, "pinned_roundtrip: register, copy through the device, unregister on every path",
+             ballast=True)
 @pinned_balanced
 def test_pinned_roundtrip(ctx):
     lib = ctx.lib
@@ -436,7 +437,7 @@ def test_stream(ctx):
 # (memory the driver keeps for a context, not this test's: a fresh context shows none; H200,
 # 2026-12-04), so `make check` on a GPU runs it first in a context of its own
 @CH.exercise(3, "pipeline_run: chunks over several streams, an array larger than the budget",
-             own_context=True)
+             own_context=True, ballast=True)
 @pinned_balanced
 def test_pipeline(ctx):
     lib = ctx.lib
@@ -463,13 +464,13 @@ def test_pipeline(ctx):
             tut.assert_close(x, want, rtol=1e-6, atol=1e-6, name=f"in place n={n}")
     if ctx.backend == "cpu":
         check_round_robin(lib, ctx.rng)
-    # The point of it all: an array 2.5x larger than the device's free memory, through a
-    # budget of three quarters of that free memory.
+    # The point of it all: an array 1.5x larger than the device's free memory, through a
+    # budget of three quarters of that free memory (six chunks: two rounds of the streams).
     budget = tut.ballast_budget(ctx.backend)
     with tut.device_ballast(lib, budget) as free:
         nstreams = 3
         chunk = int(free * 0.75) // 4 // nstreams // 64 * 64
-        n = int(free * 2.5) // 4 + 13
+        n = int(free * 1.5) // 4 + 13
         x = tut.random_f32(ctx.rng, n)
         a, b = random_ab(ctx.rng)
         with Pipeline(lib, chunk, nstreams, int(free * 0.75)) as pipe:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .args import check_count
-from . import capture
+from . import capture, memory
 from .errors import (EXIT_FAIL, EXIT_PASS, EXIT_SKIP, NO_GPU_ERRORS, CudaError, ExerciseNotDone,
                      LibraryError, NotBuilt, Skip)
 from .library import load_chapter
@@ -178,10 +178,13 @@ class Chapter:
     def __init__(self, number, name):
         self.number, self.name, self.tests = f"{int(number):02d}", name, []
 
-    def exercise(self, num, title, own_context=False):
+    def exercise(self, num, title, own_context=False, ballast=False):
         """own_context: under `make check` on a GPU, run first in a CUDA context of its own
-        (passing tests otherwise share one: common/tut/warm.py)."""
-        return self._register(f"{self.number}.{num}", title, True, own_context=own_context)
+        (passing tests otherwise share one: common/tut/warm.py). ballast: the test fills the
+        device (tut.device_ballast), so a GPU's ballast is kept for it from the test before
+        (common/tut/memory.py says why)."""
+        return self._register(f"{self.number}.{num}", title, True, own_context=own_context,
+                              ballast=ballast)
 
     def check(self, key, title, own_context=False, full=None):
         """full: on a GPU, what makes this check too slow for the student's loop (a phrase:
@@ -342,6 +345,8 @@ class Chapter:
                                 f"exercise not done yet: TODO(student) at {where}", todo=where,
                                 part="none")
         ctx = Context(lib, seed, self)
+        later = self.tests[next(i for i, t in enumerate(self.tests) if t is test) + 1:]
+        memory.ballast_between_tests(test.get("ballast"), later and later[0].get("ballast"))
         diagnostic = getattr(lib, "diagnostic", lambda: "")
         diagnostic()   # what an earlier test left is not this one's
         with _test_running() as notes, capture.output_to(output):
@@ -377,7 +382,7 @@ class Chapter:
     def _call(test, ctx, lib):
         """(status, message) of running the test function, with the leak check after it."""
         try:
-            used_before = lib.mem_used()
+            used_before = lib.mem_used() - memory.kept_ballast_bytes()
             # streams and events alive (CPU backend; None on a GPU: CUDA cannot count them)
             live = getattr(lib, "live_objects", lambda: None)
             live_before = live()
@@ -386,7 +391,7 @@ class Chapter:
             # another library keeps in one) is not the test's leak: collect it first.
             gc.collect()
             lib.synchronize()
-            leaked = lib.mem_used() - used_before
+            leaked = lib.mem_used() - memory.kept_ballast_bytes() - used_before
             live_after = live()
             if leaked > 0 and not under_sanitizer():
                 return "FAIL", (f"device memory leak: {leaked} bytes still in use after the "
@@ -572,6 +577,7 @@ class Chapter:
             print(f"[{r['status']:>8}] {r['id']:<10} {r['title']}  ({r['seconds']:.2f} s)")
             for line in _row_details(r):
                 print("           " + line)
+        memory.ballast_between_tests(False, False)
         if args.expect_fail:   # a stub's exercise is meant to fail: record that for graders
             for r in results:   # (a test that could not run here is not expected to fail)
                 r["expected_to_fail"] = r["exercise"] and r["status"] != "SKIP"
