@@ -301,8 +301,10 @@ CHECK_TARGETS   = $(CHECK_CHAPTERS:%=check-build-%)
 # SIGPIPE either: the failure stays in the exit status, the line goes. The recipe's shell is a
 # child of the make that runs it, so $$PPID is that make.
 FAIL_QUIETLY = kill -PIPE $$PPID
-check: python ch-present $(CHECK_TARGETS) $(BUILD)/BACKEND ## your exercises: build, test each one, print a summary (CH=01: one chapter; TESTS=01.2: one test)
-	@$(call check_run,student) || $(FAIL_QUIETLY)
+# The chapters are built by check.py's first step, beside Python's start (it waits for them before
+# any test): a student's edit on the H200's machine spent ... s there that way.
+check: python ch-present $(CHECK_PREREQS) $(BUILD)/BACKEND ## your exercises: build, test each one, print a summary (CH=01: one chapter; TESTS=01.2: one test)
+	+@$(call check_run,student) --build '$(MAKE) --no-print-directory $(CHECK_TARGETS)' || $(FAIL_QUIETLY)
 
 # CH=NN builds only that chapter (of the tree given): its tests are the only ones run.
 ch_build = $(if $(filter command line,$(origin CH)),$(if $(CH_DIR),$(BUILD)/$(B)/$(1)/lib$(notdir $(CH_DIR)).so $(BUILD)/BACKEND),all)
