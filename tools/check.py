@@ -58,6 +58,45 @@ def junit(rows, path, suite):
         + "\n".join(cases) + "\n</testsuite>\n")
 
 
+def _cuda_start():
+    """cuInit and device 0's primary context, the one the runtime uses: made here, the
+    library's first CUDA call finds them made. Without a driver, nothing: that call says so."""
+    import ctypes
+    try:
+        cu = ctypes.CDLL("libcuda.so.1")
+        dev, ctx = ctypes.c_int(), ctypes.c_void_p()
+        if cu.cuInit(0) == 0 and cu.cuDeviceGet(ctypes.byref(dev), 0) == 0:
+            cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev)
+    except (OSError, AttributeError):
+        pass
+
+
+def first_child_start():
+    """gpu: fork the first test process now, before NumPy is imported here, so that its
+    imports and CUDA's start (a thread) run beside this process's (common/tut/warm.py,
+    FirstChild). Returns (pid, the fd of its orders, the fd of its reports)."""
+    import threading
+    cmd_r, cmd_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    sys.stdout.flush()
+    pid = os.fork()
+    if pid == 0:
+        os.close(cmd_w)
+        os.close(rep_r)
+        cuda = threading.Thread(target=_cuda_start, daemon=True)
+        cuda.start()
+        try:
+            from tut import warm
+            warm.first_child_serve(cmd_r, rep_w, cuda)
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+        os._exit(1)
+    os.close(cmd_r)
+    os.close(rep_w)
+    return pid, cmd_w, rep_r
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--mode", choices=("student", "solutions"), default="student")
@@ -73,6 +112,10 @@ def main(argv=None):
     # H200's machine) side by side: nothing here reads a library before builder.wait(). The
     # make that runs this passes its jobserver down (the recipe's `+`): close_fds=False.
     builder = subprocess.Popen(args.build, shell=True, close_fds=False) if args.build else None
+    # the GPU's schedule (TUT_CHECK_IN_TURN=1: on the emulator, as tests do)
+    in_turn = (os.environ.get("TUT_BACKEND") == "gpu"
+               or os.environ.get("TUT_CHECK_IN_TURN") == "1")
+    started = first_child_start() if in_turn else None
     import tut
     from tut import warm
     import summary
@@ -89,7 +132,8 @@ def main(argv=None):
     if builder is not None and builder.wait() != 0:
         return builder.returncode   # make's own error (the emulator's runtime...), said above
     shutil.rmtree(results, ignore_errors=True)
-    warm.run_chapters(dirs, results, args.jobs, only)
+    warm.run_chapters(dirs, results, args.jobs, only,
+                      first_child=warm.FirstChild(*started) if started else None)
     rows = summary.load(results)
     junit(rows, build / "tests" / args.mode / "junit.xml", f"make check ({args.mode})")
     return summary.main(["--mode", args.mode, str(results)] + (["--all"] if args.all else []))

@@ -79,9 +79,9 @@ def import_driver(chapter_dir):
 class ChapterRun:
     """One chapter's tests, in this (forked) process and its children."""
 
-    def __init__(self, chapter_dir, results, tokens=None, only=None):
+    def __init__(self, chapter_dir, results, tokens=None, only=None, first_child=None):
         self.dir, self.results, self.tokens = Path(chapter_dir), Path(results), tokens
-        self.only = only
+        self.only, self.first_child = only, first_child
         self.backend = paths.backend()
         # the gpu's schedule (_in_turn); TUT_CHECK_IN_TURN=1 gives it on the emulator (tests)
         self.in_turn = self.backend == "gpu" or os.environ.get("TUT_CHECK_IN_TURN") == "1"
@@ -249,12 +249,16 @@ class ChapterRun:
             os._exit(code)
 
     def _fork(self, tests):
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:
-            os.close(r)
-            self._child(tests, w)
-        os.close(w)
+        first, self.first_child = self.first_child, None
+        if first is not None:   # started before NumPy, its CUDA context made meanwhile
+            pid, r = first.hand_over(self, tests)
+        else:
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(r)
+                self._child(tests, w)
+            os.close(w)
         return {"pid": pid, "fd": r, "buf": b"", "tests": tests, "current": None,
                 "started": None, "done": set(), "forked": time.monotonic(), "ran": 0,
                 "retry": None}
@@ -430,9 +434,11 @@ def _watchdog_is_timeout(r):
                         + (r.get("message") or ""))
 
 
-def run_chapters(chapter_dirs, results, jobs, only=None):
+def run_chapters(chapter_dirs, results, jobs, only=None, first_child=None):
     """Run the chapters' tests; each chapter in a forked process of its own, its rows written
-    under results/. cpu: the chapters at once, sharing `jobs` cores; gpu: one after another."""
+    under results/. cpu: the chapters at once, sharing `jobs` cores; gpu: one after another.
+    first_child (gpu, a FirstChild): the first chapter's first test process, started before
+    this process imported NumPy; that chapter is then run from this process, its parent."""
     results = Path(results)
     results.mkdir(parents=True, exist_ok=True)
     gpu = paths.backend() == "gpu"
@@ -441,8 +447,16 @@ def run_chapters(chapter_dirs, results, jobs, only=None):
         tokens = os.pipe()
         os.write(tokens[1], b"+" * max(1, jobs))
     pids = {}
-    for d in chapter_dirs:
+    for n, d in enumerate(chapter_dirs):
         sys.stdout.flush()
+        if first_child is not None and n == 0:
+            try:
+                ChapterRun(d, results, None, only, first_child=first_child).run()
+            except Exception:
+                traceback.print_exc()
+            finally:
+                first_child.close()
+            continue
         pid = os.fork()
         if pid == 0:
             code = 0
@@ -461,3 +475,61 @@ def run_chapters(chapter_dirs, results, jobs, only=None):
     while pids:
         pid, _ = os.wait()
         pids.pop(pid, None)
+
+
+class FirstChild:
+    """gpu: the first test process of `make check`, forked before the checker imports NumPy
+    (tools/check.py, first_child_start): while the checker imports NumPy and the harness and
+    the build runs, it imports them too, and a thread of it makes CUDA's start (cuInit and the
+    device's primary context, which the runtime then finds made: 0.18 s and 0.15-0.2 s on an
+    H200). It then waits for the tests to run (hand_over), and runs them as a forked child
+    (ChapterRun._child) does. Its parent is the process that runs the chapter (run_chapters)."""
+
+    def __init__(self, pid, cmd_fd, report_fd):
+        self.pid, self.cmd_fd, self.report_fd = pid, cmd_fd, report_fd
+
+    def hand_over(self, run, tests):
+        """Tell it the chapter and its tests; (pid, the fd its reports come on)."""
+        msg = {"dir": str(run.dir), "results": str(run.results), "only": sorted(run.only or ()),
+               "seed": run.seed, "tests": [[i, t["id"]] for i, t in tests]}
+        os.write(self.cmd_fd, json.dumps(msg).encode())
+        os.close(self.cmd_fd)
+        self.cmd_fd = None
+        return self.pid, self.report_fd
+
+    def close(self):
+        """Not handed a test (every exercise not started, a driver that did not import): it
+        reads the end of its orders and exits."""
+        if self.cmd_fd is not None:
+            os.close(self.cmd_fd)
+            os.close(self.report_fd)
+            os.waitpid(self.pid, 0)
+            self.cmd_fd = None
+
+
+def first_child_serve(cmd_fd, report_fd, cuda_start):
+    """In the first child, once NumPy and the harness are imported: wait for the orders, then
+    run the tests. Never returns."""
+    chunks = []
+    while True:
+        data = os.read(cmd_fd, 65536)
+        if not data:
+            break
+        chunks.append(data)
+    os.close(cmd_fd)
+    if not chunks:
+        os._exit(0)
+    msg = json.loads(b"".join(chunks))
+    run = ChapterRun(msg["dir"], msg["results"], None, set(msg["only"]) or None)
+    run.seed, run.lib = msg["seed"], None
+    try:
+        module = import_driver(run.dir)
+        run.ch, run.warm_up = module.CH, getattr(module, "warm_up", None)
+        by_id = {t["id"]: t for t in run.ch.tests}
+        tests = [(i, by_id[tid]) for i, tid in msg["tests"]]
+        cuda_start.join()   # CUDA's start, done beside the imports, finished before any call
+        capture.enable_crash_reports()
+    except BaseException:
+        traceback.print_exc()
+        os._exit(1)
+    run._child(tests, report_fd)
