@@ -255,10 +255,10 @@ def ballast_budget(backend):
 
 # A GPU's ballast outlives its `with` block when the harness says the next test wants one too
 # (a test registered with ballast=True, see runner.py): a device-filling cudaMalloc made soon
-# after the last one's cudaFree waited for the driver to take that memory back, 0.22 s on an
-# H100 80GB and 0.31-0.36 s on an H200, where the first in a process took 2 ms (probe, H100,
-# 2026-12-05; check_phases.py on the H200: 0.36 s of chapter 02.2's 0.59 s). Never on the
-# emulator, whose ballast costs nothing.
+# after the last one's cudaFree waited for the driver to take that memory back: 0.22-0.24 s
+# on an H100 80GB, where the first in a process took 0.002 s (a probe, 2026-12-05), and on an
+# H200 0.36 s of chapter 02.2's 0.59 s (check_phases.py). Never on the emulator, whose ballast
+# costs nothing.
 _kept = {"lib": None, "handle": None, "held": 0, "keep": False}
 
 
@@ -289,7 +289,8 @@ def device_ballast(lib, leave_free):
     the machine can hold in host memory. Yields the free bytes cudaMemGetInfo then reports;
     raises Skip when the device cannot be filled (another process holds memory)."""
     free, _ = lib.mem_info()
-    if _kept["handle"] and (_kept["lib"] is not lib or not leave_free // 2 <= free <= 4 * leave_free):
+    moved = not leave_free // 2 <= free <= 4 * leave_free
+    if _kept["handle"] and (_kept["lib"] is not lib or moved):
         _release_kept()   # another library's, or the memory around it moved: a fresh one
         free, _ = lib.mem_info()
     size, handle = free - leave_free, ctypes.c_void_p(_kept["handle"])
