@@ -345,8 +345,9 @@ class Chapter:
                                 f"exercise not done yet: TODO(student) at {where}", todo=where,
                                 part="none")
         ctx = Context(lib, seed, self)
-        later = self.tests[next(i for i, t in enumerate(self.tests) if t is test) + 1:]
-        memory.ballast_between_tests(test.get("ballast"), later and later[0].get("ballast"))
+        at = next((i for i, t in enumerate(self.tests) if t is test), len(self.tests))
+        following = self.tests[at + 1] if at + 1 < len(self.tests) else {}
+        memory.ballast_between_tests(test.get("ballast"), following.get("ballast"))
         diagnostic = getattr(lib, "diagnostic", lambda: "")
         diagnostic()   # what an earlier test left is not this one's
         with _test_running() as notes, capture.output_to(output):
