@@ -157,8 +157,10 @@ emu_compile_to   = $(if $(EMU_HOOKS_BC),$(1).bc,$(1))
 # the first step optimised already). The full -O2 again (EMU_STEP2=o2, or where opt is missing)
 # spent 1.1 s of chapter 04's shared_memory.cu (solved) in the inliner's and GVN's passes:
 # 2.81 s against 1.69 s, with `make emu-bench` and chapter 04's tests as fast as before
-# (2026-12-05). -livedebugvalues-max-stack-slots=0: with line tables only there is no variable
-# whose location follows a spill, and tracking the spills of a big unrolled kernel took 0.2 s.
+# (2026-12-05). EMU_NO_SPILL_TRACKING: with line tables only there is no variable whose location
+# follows a spill, and tracking the spills of a big unrolled kernel took 0.2 s; said to LLVM
+# here (-mllvm) and at cuemu-nvcc's link (the LTO plugin's -plugin-opt, EMU_LDLIBS).
+EMU_NO_SPILL_TRACKING = $(if $(filter -gline-tables-only,$(EMU_DEBUG)),-livedebugvalues-max-stack-slots=0)
 EMU_OPT   ?= $(if $(EMU_LLVM_LINK),$(wildcard $(dir $(EMU_LLVM_LINK))opt))
 EMU_STEP2 ?= light
 # From LLVM 18 on, opt checks that instcombine reached a fixpoint in one run, and stops the
@@ -167,7 +169,7 @@ EMU_STEP2 ?= light
 # know no such parameter.) Should opt fail all the same, the file gets the old second step.
 EMU_IC = instcombine$(if $(filter 14 15 16 17,$(word 2,$(TUT_EMU_CXX_ID))),,<no-verify-fixpoint>)
 EMU_STEP2_PASSES = always-inline,function($(EMU_IC),simplifycfg,early-cse<memssa>,loop-mssa(licm),$(EMU_IC),simplifycfg)
-EMU_STEP2_CG  = $(EMU_NATIVEFLAGS) -Xclang -disable-llvm-optzns $(if $(filter -gline-tables-only,$(EMU_DEBUG)),-mllvm -livedebugvalues-max-stack-slots=0)
+EMU_STEP2_CG  = $(EMU_NATIVEFLAGS) -Xclang -disable-llvm-optzns $(addprefix -mllvm ,$(EMU_NO_SPILL_TRACKING))
 emu_step2_o2 = $(EMU_CXX) $(EMU_NATIVEFLAGS) -c -o $(1) $(1).hooks.bc
 emu_step2 = $(if $(and $(EMU_OPT),$(filter light,$(EMU_STEP2))),if $(EMU_OPT) -passes='$(EMU_STEP2_PASSES)' \
 	-simplifycfg-sink-common=false -simplifycfg-hoist-common=false $(1).hooks.bc -o $(1).opt.bc 2>/dev/null; \
@@ -229,7 +231,7 @@ EMU_CXXFLAGS := $(EMU_STD) -O2 -fPIC $(EMU_DEBUG) -Iemu/include -isystememu/incl
 EMU_FORTIFY  := $(if $(EMU_SANITIZE),,-U_FORTIFY_SOURCE -D_FORTIFY_SOURCE=2)
 EMU_CFLAGS   := -std=gnu11 -O2 -fPIC -g -Wall -Iemu/include $(EMU_FORTIFY) $(EMU_SANFLAGS)
 EMU_LDLIBS   := -lpthread -lm -ldl -lrt $(EMU_LTOLINK) $(EMU_SANFLAGS) \
-	$(if $(and $(EMU_LTO),$(filter -gline-tables-only,$(EMU_DEBUG))),-Wl$(comma)-plugin-opt=-livedebugvalues-max-stack-slots=0)
+	$(if $(EMU_LTO),$(addprefix -Wl$(comma)-plugin-opt=,$(EMU_NO_SPILL_TRACKING)))
 EMU_CXXFLAGS_BASE := $(EMU_CXXFLAGS)
 
 EMU_LIB_SRC  := $(wildcard emu/core/*.c emu/core/*.cpp emu/core/*.S \
