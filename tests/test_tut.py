@@ -471,6 +471,30 @@ class Ballast(unittest.TestCase):
         self.assertEqual(lib.allocs, {})
 
 
+class FirstChild(unittest.TestCase):
+    """make check's first test process (common/tut/warm.py), gone before its orders (its
+    imports failed): handing it the tests raises, and it is reaped once, not left a zombie."""
+
+    def test_gone_before_its_orders(self):
+        from tut import warm
+        cmd_r, cmd_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            os._exit(3)
+        os.close(cmd_r)
+        os.close(rep_w)
+        self.assertEqual(os.read(rep_r, 1), b"")   # its end of the pipe closed: it has exited
+        first = warm.FirstChild(pid, cmd_w, rep_r)
+        run = type("Run", (), {"dir": "x", "results": "y", "only": None, "seed": 1})()
+        with self.assertRaises(OSError):
+            first.hand_over(run, [])
+        first.close()
+        first.close()
+        with self.assertRaises(ChildProcessError):
+            os.waitpid(pid, 0)
+
+
 class Generator(unittest.TestCase):
     SOLUTION = (
         "int f(void)\n{\n"

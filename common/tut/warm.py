@@ -251,8 +251,12 @@ class ChapterRun:
     def _fork(self, tests):
         first, self.first_child = self.first_child, None
         if first is not None:   # started before NumPy, its CUDA context made meanwhile
-            pid, r = first.hand_over(self, tests)
-        else:
+            try:
+                pid, r = first.hand_over(self, tests)
+            except OSError:   # it died before its orders (its imports failed): fork as usual
+                first.close()
+                first = None
+        if first is None:
             r, w = os.pipe()
             pid = os.fork()
             if pid == 0:
@@ -487,24 +491,32 @@ class FirstChild:
 
     def __init__(self, pid, cmd_fd, report_fd):
         self.pid, self.cmd_fd, self.report_fd = pid, cmd_fd, report_fd
+        self.handed = False
 
     def hand_over(self, run, tests):
-        """Tell it the chapter and its tests; (pid, the fd its reports come on)."""
+        """Tell it the chapter and its tests; (pid, the fd its reports come on). OSError when
+        it is gone (close() then reaps it)."""
         msg = {"dir": str(run.dir), "results": str(run.results), "only": sorted(run.only or ()),
                "seed": run.seed, "tests": [[i, t["id"]] for i, t in tests]}
-        os.write(self.cmd_fd, json.dumps(msg).encode())
-        os.close(self.cmd_fd)
-        self.cmd_fd = None
+        fd, self.cmd_fd = self.cmd_fd, None
+        try:
+            os.write(fd, json.dumps(msg).encode())
+        finally:
+            os.close(fd)
+        self.handed = True
         return self.pid, self.report_fd
 
     def close(self):
-        """Not handed a test (every exercise not started, a driver that did not import): it
-        reads the end of its orders and exits."""
+        """Not handed a test (every exercise not started, a driver that did not import, or it
+        died first): it reads the end of its orders and exits; reaped here."""
+        if self.handed:
+            return
+        self.handed = True   # once
         if self.cmd_fd is not None:
             os.close(self.cmd_fd)
-            os.close(self.report_fd)
-            os.waitpid(self.pid, 0)
             self.cmd_fd = None
+        os.close(self.report_fd)
+        os.waitpid(self.pid, 0)
 
 
 def first_child_serve(cmd_fd, report_fd, cuda_start):
