@@ -108,9 +108,10 @@ def main(argv=None):
                    "check's own): run beside this process's start, the tests wait for it")
     args = p.parse_args(argv)
     # `make -n check` runs this line all the same (it starts a make: the recipe's `+`), after
-    # printing it: a dry run, so nothing more (make's single-letter flags lead MAKEFLAGS)
+    # printing it, and so do -q and -t: then nothing more (make's single-letter flags lead
+    # MAKEFLAGS)
     flags = (os.environ.get("MAKEFLAGS", "").split() or [""])[0]
-    if "n" in flags and not flags.startswith("-"):
+    if not flags.startswith("-") and set(flags) & set("nqt"):
         return 0
     os.environ["TUT_TREE"] = "chapters" if args.mode == "student" else "solutions"
     # The build of an edited exercise and Python's start (NumPy, the harness: 0.36 s on the
