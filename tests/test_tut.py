@@ -484,7 +484,7 @@ class FirstChild(unittest.TestCase):
             os._exit(3)
         os.close(cmd_r)
         os.close(rep_w)
-        self.assertEqual(os.read(rep_r, 1), b"")   # its end of the pipe closed: it has exited
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)   # exited, every file released
         first = warm.FirstChild(pid, cmd_w, rep_r)
         run = type("Run", (), {"dir": "x", "results": "y", "only": None, "seed": 1})()
         with self.assertRaises(OSError):
