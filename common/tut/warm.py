@@ -93,11 +93,15 @@ class ChapterRun:
     def out_path(self, test):
         return str(self.results / f"{test['id']}.out")
 
+    def load_driver(self):
+        """The chapter's driver: its tests (self.ch) and its warm-up, if it has one."""
+        module = import_driver(self.dir)
+        self.ch, self.warm_up = module.CH, getattr(module, "warm_up", None)
+
     def run(self):
         """Run every test of the chapter, writing its rows; returns nothing (the rows say it)."""
         try:
-            module = import_driver(self.dir)
-            self.ch, self.warm_up = module.CH, getattr(module, "warm_up", None)
+            self.load_driver()
         except Exception:
             _write_json(self.results / f"{self.dir.name}.json", [{
                 "id": self.dir.name[:2], "title": f"chapter {self.dir.name}: its driver.py",
@@ -535,8 +539,7 @@ def first_child_serve(cmd_fd, report_fd, cuda_start):
     run = ChapterRun(msg["dir"], msg["results"], None, set(msg["only"]) or None)
     run.seed, run.lib = msg["seed"], None
     try:
-        module = import_driver(run.dir)
-        run.ch, run.warm_up = module.CH, getattr(module, "warm_up", None)
+        run.load_driver()
         by_id = {t["id"]: t for t in run.ch.tests}
         tests = [(i, by_id[tid]) for i, tid in msg["tests"]]
         cuda_start.join()   # CUDA's start, done beside the imports, finished before any call
