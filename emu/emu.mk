@@ -309,6 +309,17 @@ EMU_HEADERS  := $(EMU_HEADERS) $(EMU_PCH)
 EMU_TEST_SRC := $(wildcard emu/tests/core/*.cu emu/tests/bugs/*.cu emu/tests/runtime/*.cu \
                            emu/tests/parity.cu)
 EMU_TEST_BIN := $(EMU_TEST_SRC:emu/tests/%.cu=$(EMU_BUILD)/tests/%)
+# Tests whose kernels run as thread loops, built again with the rewriter's coroutines only
+# (CUEMU_REWRITE_NO_TL): both ways a split kernel can run keep their own tests (tests.cmake)
+EMU_CO_TESTS := core/split core/threads bugs/divergent_barrier bugs/smem_race bugs/uninit_shared
+EMU_TEST_BIN += $(EMU_CO_TESTS:%=$(EMU_BUILD)/tests/%_coroutines)
+
+$(EMU_BUILD)/tests/%_coroutines: emu/tests/%.cu $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_HEADERS) $(EMU_HOOKS_BC)
+	@mkdir -p $(@D)
+	CUEMU_REWRITE_NO_TL=1 $(EMU_REWRITE) $< $@.cpp
+	$(EMU_CXX) $(EMU_PCH_CXXFLAGS) -I$(<D) -c -o $(call emu_compile_to,$@.o) $@.cpp
+	$(call emu_inline_hooks,$@.o)
+	$(EMU_CXX) $(EMU_PCH_CXXFLAGS) $(if $(filter clang,$(EMU_CXX_KIND)),-Qunused-arguments) -o $@ $@.o -Wl,--whole-archive $(EMU_RUNTIME) -Wl,--no-whole-archive $(EMU_LDLIBS)
 
 $(EMU_BUILD)/tests/%: emu/tests/%.cu $(EMU_REWRITE) $(EMU_RUNTIME) $(EMU_HEADERS) $(EMU_HOOKS_BC)
 	@mkdir -p $(@D)

@@ -148,6 +148,26 @@ HOOK_INLINE void cuemu_co_active(int on) { CUEMU_W->co_active = on; }
 
 HOOK_INLINE int cuemu_co_is_active(void) { return CUEMU_W->co_active; }
 
+/* A thread-loop kernel (cuemu_split.h): the first thread's call runs the block; it gets the
+   block's size, every other call 0 (it returns at once). */
+HOOK_INLINE int cuemu_tl_begin(void)
+{
+    struct cuemu_worker *w = CUEMU_W;
+    if (w->tl_ran) return 0;
+    w->tl_ran = 1;
+    w->co_active = 1;
+    return w->tl_n;
+}
+
+/* The thread at order position p runs the code of a thread loop next. */
+HOOK_INLINE void cuemu_tl_thread(int p)
+{
+    struct cuemu_worker *w = CUEMU_W;
+    cuemu_thread_pub *u = w->order_pub[p];
+    w->pub.cur = u;
+    w->pub.tidx = u->idx;
+}
+
 /* A split helper's frame (cuemu_split.h's co_sub): one its size freed by an ended call, or the
    arena's; freed when the call ends, onto a list of frames of its size (a few sizes; a frame
    of another size stays in the arena until the block ends, as a kernel's own does). */

@@ -749,6 +749,8 @@ static void co_block_start(void)
     w->w.co_phase++;
     w->w.co_waiting = w->w.co_count = w->w.co_sites = 0;
     w->w.co_active = 0;
+    w->w.tl_n = g_n;
+    w->w.tl_ran = 0;
     w->co_chunk = 0;
     w->w.co_ptr = w->co_nchunks ? w->co_chunks[0].p : NULL;
     w->w.co_end = w->co_nchunks ? w->co_chunks[0].p + w->co_chunks[0].cap : NULL;
@@ -814,6 +816,58 @@ static int co_run(void)
         w->co_active = 0;
     }
     return 0;
+}
+
+/* A thread-loop kernel's barrier (cuemu_split.h) at file:line, once every thread ran the
+   stretch before it; exited: how many of them returned in it (cuemu_tl_exit marked them).
+   0: the block goes on; 1: it stops here: every thread returned, or some did and the others
+   wait, which the core reports as it reports a split kernel's (co_run finds the slots as a
+   coroutine run would have left them: who waits where, who ended). */
+int cuemu_tl_sync(const char *file, int line, int exited)
+{
+    struct cuemu_worker *w = &SW->w;
+    if (exited) {
+        if (exited == g_n) return 1;
+        unsigned ended = w->co_phase++;
+        for (int p = 0; p < g_n; p++) {
+            struct cuemu_co_slot *c = &w->co[p];
+            if (c->phase == ended && !c->frame) continue;
+            c->frame = c;                       /* any frame: it waits */
+            c->file = file;
+            c->line = line;
+            c->phase = w->co_phase;
+        }
+        w->co_waiting = g_n - exited;
+        w->co_count = w->co_sites = 0;
+        w->co_file = file;
+        w->co_line = line;
+        return 1;
+    }
+    g_bar_last_count = 0;
+    g_bar_last_n = g_n;
+    cuemu_access_barrier();
+    return 0;
+}
+
+/* Its thread at position p returned before the next barrier (marked in this block's phase). */
+void cuemu_tl_exit(int p)
+{
+    struct cuemu_worker *w = &SW->w;
+    w->co[p].frame = NULL;
+    w->co[p].phase = w->co_phase;
+}
+
+/* Its block ended (or stopped): the lazy phase's last thread runs, so the other threads' calls
+   are not made. */
+void cuemu_tl_end(void)
+{
+    struct cuemu_worker *w = &SW->w;
+    w->co_active = 0;
+    if (w->seq_last >= 0) {
+        w->seq = w->seq_last;
+        w->pub.cur = w->order_pub[w->seq];
+        w->pub.tidx = w->pub.cur->idx;
+    }
 }
 
 /* cluster: 1 for cluster.sync(), whose block barrier, once complete, waits for the cluster's

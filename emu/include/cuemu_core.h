@@ -204,6 +204,16 @@ CUEMU_HIDDEN void cuemu_co_active(int on);
    it runs in split code (1) or on a fiber (0: its barriers are the fibers'), and its frame's
    memory, taken when it is called and given back when its call ended. */
 CUEMU_HIDDEN int cuemu_co_is_active(void);
+/* A thread-loop kernel (cuemu_split.h's CUEMU_TL_*): its block runs in the first thread's call
+   (cuemu_tl_begin: the block's size, 0 for the other calls), each stretch between two barriers
+   as a loop over the threads in the block's order (cuemu_tl_thread: position p runs next);
+   cuemu_tl_exit: that thread returned; cuemu_tl_sync: the barrier (1: the block stops);
+   cuemu_tl_end: the block is over. */
+CUEMU_HIDDEN int cuemu_tl_begin(void);
+CUEMU_HIDDEN void cuemu_tl_thread(int p);
+void cuemu_tl_exit(int p);
+int  cuemu_tl_sync(const char *file, int line, int exited);
+void cuemu_tl_end(void);
 CUEMU_HIDDEN void *cuemu_co_sub_alloc(size_t n);
 CUEMU_HIDDEN void cuemu_co_sub_free(void *p, size_t n);
 

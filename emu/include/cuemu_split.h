@@ -208,4 +208,54 @@ static inline void co_kernel_capture(F &&f)
 #define CUEMU_CO_HSYNC_OR __syncthreads_or
 #endif
 
+/*
+ * Thread loops (cuemu-rewrite's tl_plan says which kernels): the first thread's call runs the
+ * block, each stretch between two barriers as a loop over its threads in the block's order
+ * (CUEMU_TL_REGION ... CUEMU_TL_REGION_END), each thread's variables that outlive a stretch in
+ * an array of the block's arena (CUEMU_TL_VAR): a later stretch reads a thread's value into a
+ * variable of the same name (CUEMU_TL_LOAD, a register for the compiler), and each stretch
+ * writes it back at its end (CUEMU_TL_SAVE). A stretch with a `return` is a lambda
+ * (CUEMU_TL_REGION_R): the thread returned, and the next barrier says what that means.
+ * Without the split (CUEMU_NO_SPLIT) the kernel is the one written.
+ */
+#if !defined(CUEMU_NO_SPLIT)
+#include <type_traits>
+namespace cuemu {
+template <class T> static inline T *tl_alloc(int n)
+{
+    return static_cast<T *>(::cuemu_co_alloc(sizeof(T) * (size_t)n));
+}
+}  // namespace cuemu
+#define CUEMU_TL_BEGIN \
+    int cuemu_tl_n = ::cuemu_tl_begin(); \
+    if (!cuemu_tl_n) return; \
+    int cuemu_tl_exited = 0; \
+    (void)cuemu_tl_exited;
+#define CUEMU_TL_VAR(T, v) std::remove_cv_t<T> *v = ::cuemu::tl_alloc<std::remove_cv_t<T>>(cuemu_tl_n);
+#define CUEMU_TL_REGION \
+    for (int cuemu_p = 0; cuemu_p < cuemu_tl_n; cuemu_p++) { ::cuemu_tl_thread(cuemu_p);
+#define CUEMU_TL_LOAD(v, name) auto name = v[cuemu_p];
+#define CUEMU_TL_SAVE(v, name) v[cuemu_p] = name;
+#define CUEMU_TL_REGION_END }
+#define CUEMU_TL_REGION_R CUEMU_TL_REGION if ([&]() -> bool {
+#define CUEMU_TL_REGION_END_R \
+    return false; }()) { ::cuemu_tl_exit(cuemu_p); cuemu_tl_exited++; } }
+#define CUEMU_TL_SYNC() \
+    if (::cuemu_tl_sync(__FILE__, __LINE__, cuemu_tl_exited)) { ::cuemu_tl_end(); return; }
+#define CUEMU_TL_END ::cuemu_tl_end();
+#define CUEMU_TL_RETURN return true
+#else
+#define CUEMU_TL_BEGIN
+#define CUEMU_TL_VAR(T, v)
+#define CUEMU_TL_REGION
+#define CUEMU_TL_LOAD(v, name)
+#define CUEMU_TL_SAVE(v, name)
+#define CUEMU_TL_REGION_END
+#define CUEMU_TL_REGION_R
+#define CUEMU_TL_REGION_END_R
+#define CUEMU_TL_SYNC() __syncthreads()
+#define CUEMU_TL_END
+#define CUEMU_TL_RETURN return
+#endif
+
 #endif

@@ -869,6 +869,607 @@ static void split_plan(size_t name, size_t name_end, size_t po, size_t pc, size_
     free(plan);
 }
 
+static size_t pragma_unroll_at(size_t i);
+
+/* ---- thread loops --------------------------------------------------------------------------
+   A split kernel whose barriers all stand as statements where every thread reaches them the
+   same number of times runs as thread loops instead of coroutines (cuemu_split.h, CUEMU_TL_*):
+   the first thread's call runs the block, each stretch between two barriers as one loop over
+   the block's threads, with each thread's variables that outlive a stretch in arrays (one
+   element per thread). A resumption of a coroutine costs about 80 instructions, a thread of a
+   loop a handful: a tree reduction's idle threads cost next to nothing.
+
+     __shared__ float s[256];                 __shared__ float s[256];   (rewritten as before)
+     int i = ...;                             CUEMU_TL_REGION CUEMU_TL_REF(...)
+     s[t] = ...;                                  CUEMU_TL_DECL(int) i = ...; s[t] = ...;
+     __syncthreads();                         CUEMU_TL_REGION_END CUEMU_TL_SYNC();
+     for (int k = blockDim.x / 2; k > 0; k >>= 1) {       (the loop runs once per block)
+         if (t < k) s[t] += s[t + k];             CUEMU_TL_REGION ... CUEMU_TL_REGION_END
+         __syncthreads();                         CUEMU_TL_SYNC();
+     }
+     if (t == 0) out[b] = s[0];               CUEMU_TL_REGION ... CUEMU_TL_REGION_END
+
+   A stretch of the coroutine run (a thread from one barrier to the next) is one region here,
+   run by each thread in the block's order, so the race check, the thread orders and the
+   reports see what they see split. That holds when:
+   - every barrier is a `__syncthreads();` statement of the body, or of the body of a `for`
+     loop of the body (loops nest) whose header reads only its own variable, the kernel's
+     parameters, blockDim, gridDim, blockIdx, numbers and macros defined as numbers (so every
+     thread runs it alike: it runs once per block), which its body does not change, and whose
+     body ends with a barrier and holds no break, continue or return;
+   - what stands between the last barrier and such a loop only declares variables from
+     threadIdx & co, without calls or memory (the loop's first stretch continues it);
+   - `__shared__` declarations come first, the parameters are never written (the block's
+     threads share the first thread's copies), the body has no goto, no launch and no
+     preprocessor line but `#pragma unroll`, and each declaration of a variable that outlives
+     its region is of a built-in type (the rewriter knows no other types' names).
+   A `return` ends the thread's stretch (the region is a lambda then): a thread that returned
+   before a barrier others wait at is the deadlock the coroutines report, reported the same
+   way (sched.c, cuemu_tl_sync). Anything else stays split as before (CUEMU_REWRITE_NO_TL=1:
+   every such kernel). */
+static const char *const tl_type_words[] = {
+    "int", "unsigned", "signed", "char", "short", "long", "float", "double", "bool", "size_t",
+    "ptrdiff_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t",
+    "uint64_t", "const", "volatile", "float2", "float3", "float4", "int2", "int3", "int4",
+    "uint2", "uint3", "uint4", "double2", "longlong2", "ulonglong2" };
+static const char *const tl_builtins[] = { "blockDim", "gridDim", "blockIdx", "warpSize",
+                                           "sizeof" };
+
+/* a declarator of a region's declaration statement: the statement's start, the end of its type
+   (the declarator's `*`s included), the name, the block it is in, its region's index */
+typedef struct { size_t st, te, name, len, blk_a, blk_b, region; int hoist, noinit; } tl_decl;
+typedef struct { size_t a, b, blk_a, blk_b; int ret; } tl_region;
+typedef struct {
+    size_t bo, bc, po, pc;
+    tl_decl *d;
+    size_t nd;
+    tl_region *r;
+    size_t nr;
+    edit *e;
+    size_t ne;
+    size_t uvar[16], ulen[16];   /* the loop variables of the loops being planned */
+    int nu;
+    const char *why;            /* why not (CUEMU_REWRITE_TRACE) */
+} tl_ctx;
+
+#define TL_FAIL(c, reason) do { (c)->why = (reason); return 0; } while (0)
+
+/* One past the statement that starts at p (code, not space) in [p, b), or 0. */
+static size_t tl_stmt_end(size_t p, size_t b)
+{
+    if (p >= b) return 0;
+    if (src[p] == '{') return match_close(p) + 1;
+    size_t e = p;
+    while (e < b && is_id(src[e]) && code[e]) e++;
+    if (word_is(p, e - p, "for") || word_is(p, e - p, "while") || word_is(p, e - p, "switch")
+        || word_is(p, e - p, "if")) {
+        size_t o = skip_ws_fwd(e);
+        if (o >= b || src[o] != '(') return 0;
+        size_t end = tl_stmt_end(skip_ws_fwd(match_close(o) + 1), b);
+        if (!end || !word_is(p, e - p, "if")) return end;
+        size_t q = skip_ws_fwd(end);
+        return q + 4 <= b && word_at(q, "else") ? tl_stmt_end(skip_ws_fwd(q + 4), b) : end;
+    }
+    if (word_is(p, e - p, "do")) {
+        size_t end = tl_stmt_end(skip_ws_fwd(e), b), q = end ? skip_ws_fwd(end) : b;
+        if (q + 5 > b || !word_at(q, "while")) return 0;
+        size_t o = skip_ws_fwd(q + 5);
+        if (o >= b || src[o] != '(') return 0;
+        q = skip_ws_fwd(match_close(o) + 1);
+        return q < b && src[q] == ';' ? q + 1 : 0;
+    }
+    int depth = 0;
+    for (size_t k = p; k < b; k++) {
+        if (!code[k]) continue;
+        char c = src[k];
+        if (c == '(' || c == '[' || c == '{') depth++;
+        else if ((c == ')' || c == ']' || c == '}') && --depth < 0) return 0;
+        else if (c == ';' && depth == 0) return k + 1;
+    }
+    return 0;
+}
+
+/* 1 when the word [w, w + len) names a macro of this file defined as a number (or a
+   parenthesised expression of numbers and such macros): the same in every thread. */
+static int tl_number_macro(size_t w, size_t len, int depth)
+{
+    if (depth > 4) return 0;
+    for (size_t k = 0; k + 7 < n; k++) {
+        if (src[k] != '#' || !in_directive(k)) continue;
+        size_t d = skip_ws_fwd(k + 1);
+        if (d + 6 > n || strncmp(src + d, "define", 6) || is_id(src[d + 6])) continue;
+        size_t nm = d + 6;
+        while (nm < n && (src[nm] == ' ' || src[nm] == '\t')) nm++;
+        size_t ne = nm;
+        while (ne < n && is_id(src[ne])) ne++;
+        if (ne - nm != len || strncmp(src + nm, src + w, len) || src[ne] == '(') continue;
+        size_t le = ne;
+        while (le < n && src[le] != '\n') le++;
+        if (le > ne && src[le - 1] == '\\') return 0;
+        int any = 0;
+        for (size_t q = ne; q < le; q++) {
+            if (!code[q] || isspace((unsigned char)src[q])) continue;
+            if (is_id(src[q])) {
+                size_t qe = q;
+                while (qe < le && is_id(src[qe])) qe++;
+                if (!isdigit((unsigned char)src[q]) && !tl_number_macro(q, qe - q, depth + 1))
+                    return 0;
+                q = qe - 1;
+            } else if (!strchr("()+-*/%<>&|^~.", src[q])) {
+                return 0;
+            }
+            any = 1;
+        }
+        return any;
+    }
+    return 0;
+}
+
+/* 1 when the previous code character before p makes an operator at p unary. */
+static int tl_unary_at(size_t p, size_t a)
+{
+    size_t q = skip_ws_back(p);
+    if (q <= a) return 1;
+    char c = src[q - 1];
+    return !(is_id(c) || c == ')' || c == ']');
+}
+
+/* The kernel's parameters' names (from its parameter list), for uniformity. */
+static int tl_is_param(const tl_ctx *c, size_t w, size_t len)
+{
+    for (size_t a = c->po + 1; a < c->pc;) {
+        size_t e = a;
+        int depth = 0;
+        for (; e < c->pc; e++) {
+            if (!code[e]) continue;
+            if (strchr("([{<", src[e])) depth++;
+            else if (strchr(")]}>", src[e])) depth--;
+            else if (src[e] == ',' && depth == 0) break;
+        }
+        size_t l = 0;
+        int pack = 0;
+        size_t nm = param_name(a, e, &l, &pack);
+        if (nm && l == len && !strncmp(src + nm, src + w, len)) return 1;
+        a = e + 1;
+    }
+    return 0;
+}
+
+/* 1 when [a, b) is an expression every thread evaluates alike (uniform: 1) or one with no
+   memory access and no call (a thread's own value, from threadIdx & co: 0) that it is, else
+   0. Numbers, operators, casts to built-in types, members x/y/z, and the names above. */
+static int tl_expr_ok(const tl_ctx *c, size_t a, size_t b, int uniform)
+{
+    for (size_t k = a; k < b; k++) {
+        if (!code[k] || isspace((unsigned char)src[k])) continue;
+        char ch = src[k];
+        if (is_id(ch)) {
+            size_t e = k;
+            while (e < b && is_id(src[e]) && code[e]) e++;
+            size_t w = k, len = e - k, nx = skip_ws_fwd(e), pv = skip_ws_back(k);
+            k = e - 1;
+            if (isdigit((unsigned char)src[w])) continue;
+            int member = pv > a && src[pv - 1] == '.';
+            if (member && (word_is(w, len, "x") || word_is(w, len, "y") || word_is(w, len, "z")))
+                continue;
+            if (member) return 0;
+            if (WORD_IN(w, len, tl_type_words)) continue;
+            if (nx < b && src[nx] == '(' && !word_is(w, len, "sizeof")) return 0;   /* a call */
+            if (WORD_IN(w, len, tl_builtins) || tl_is_param(c, w, len)) continue;
+            int loopvar = 0;
+            for (int u = 0; u < c->nu; u++)
+                loopvar |= c->ulen[u] == len && !strncmp(src + c->uvar[u], src + w, len);
+            if (loopvar || tl_number_macro(w, len, 0)) continue;
+            if (!uniform && word_is(w, len, "threadIdx")) continue;
+            if (!uniform) {                      /* an earlier declaration's own value */
+                int known = 0;
+                for (size_t d = 0; d < c->nd; d++)
+                    known |= c->d[d].len == len && !strncmp(src + c->d[d].name, src + w, len);
+                if (known) continue;
+            }
+            return 0;
+        }
+        if (ch == '[' || ch == '{' || ch == '"' || ch == '\'' || ch == '#') return 0;
+        if (ch == '-' && k + 1 < b && src[k + 1] == '>') return 0;
+        if ((ch == '+' || ch == '-') && k + 1 < b && src[k + 1] == ch) return 0;   /* ++ -- */
+        if ((ch == '*' || ch == '&') && !(ch == '&' && k + 1 < b && src[k + 1] == '&')
+            && tl_unary_at(k, a))
+            return 0;                           /* a dereference, an address */
+        if (ch == '&' && k + 1 < b && src[k + 1] == '&') k++;
+        if (ch == '=' && !(k + 1 < b && src[k + 1] == '=')
+            && !(k > a && strchr("=!<>", src[k - 1])))
+            return 0;                           /* an assignment */
+    }
+    return 1;
+}
+
+/* 1 when the word at w (length len) is written in [a, b): assigned, incremented, or its
+   address taken. */
+static int tl_written(size_t w, size_t len, size_t a, size_t b)
+{
+    size_t i = a, x, l;
+    while (next_word(&i, b, &x, &l)) {
+        if (l != len || strncmp(src + x, src + w, len)) continue;
+        size_t pv = skip_ws_back(x), nx = skip_ws_fwd(x + l);
+        if (pv > a && (src[pv - 1] == '.' || (src[pv - 1] == '>' && src[pv - 2] == '-')))
+            continue;                           /* a member of that name */
+        if (nx < b && (src[nx] == '[' || src[nx] == '.' || (src[nx] == '-' && src[nx + 1] == '>')))
+            continue;                           /* an element or a member: not the variable */
+        if (pv >= 2 && ((src[pv - 1] == '+' && src[pv - 2] == '+')
+                        || (src[pv - 1] == '-' && src[pv - 2] == '-')))
+            return 1;
+        if (pv > a && src[pv - 1] == '&' && !(pv >= 2 && src[pv - 2] == '&')
+            && tl_unary_at(pv - 1, a))
+            return 1;                           /* its address (not `a && v`) */
+        if (nx + 1 < b && ((src[nx] == '+' && src[nx + 1] == '+')
+                           || (src[nx] == '-' && src[nx + 1] == '-')))
+            return 1;
+        if (nx < b && src[nx] == '=' && !(nx + 1 < b && src[nx + 1] == '=')) return 1;
+        if (nx + 1 < b && strchr("+-*/%&|^", src[nx]) && src[nx + 1] == '=') return 1;
+        if (nx + 2 < b && (src[nx] == '<' || src[nx] == '>') && src[nx + 1] == src[nx]
+            && src[nx + 2] == '=')
+            return 1;
+    }
+    return 0;
+}
+
+/* 1 when a loop's increment [a, b) only steps its variable v (length vl) by what every thread
+   computes alike: `v++`, `--v`, `v op= uniform`, `v = uniform`. */
+static int tl_incr_ok(const tl_ctx *c, size_t a, size_t b, size_t v, size_t vl)
+{
+    size_t p = skip_ws_fwd(a), e = skip_ws_back(b);
+    if (p + 2 <= e && (src[p] == '+' || src[p] == '-') && src[p + 1] == src[p]) {
+        size_t q = skip_ws_fwd(p + 2);
+        return q + vl == e && !strncmp(src + q, src + v, vl);
+    }
+    if (p + vl > e || strncmp(src + p, src + v, vl) || is_id(src[p + vl])) return 0;
+    size_t q = skip_ws_fwd(p + vl);
+    if (q + 2 == e && (src[q] == '+' || src[q] == '-') && src[q + 1] == src[q]) return 1;
+    size_t o = q;
+    while (o < e && strchr("+-*/%&|^<>", src[o])) o++;
+    if (o >= e || src[o] != '=' || o - q > 2 || (o + 1 < e && src[o + 1] == '=')) return 0;
+    return tl_expr_ok(c, o + 1, b, 1);
+}
+
+static void tl_region_add(tl_ctx *c, size_t a, size_t b, size_t blk_a, size_t blk_b, int ret)
+{
+    tl_region *r = (tl_region *)realloc(c->r, (c->nr + 1) * sizeof *r);
+    if (!r) die("out of memory");
+    c->r = r;
+    c->r[c->nr++] = (tl_region){ a, b, blk_a, blk_b, ret };
+}
+
+/* A declaration statement [st, end) of a region: its declarators, for hoisting (0: the
+   rewriter cannot tell them). pure: 1 when its initialisers only compute (tl_expr_ok). */
+static int tl_declaration(tl_ctx *c, size_t st, size_t end, size_t blk_a, size_t blk_b,
+                          int *pure)
+{
+    size_t semi = end - 1, i = st, w, len, first = 0;
+    /* the type's words, then declarators split at top-level commas */
+    while (next_word(&i, semi, &w, &len) && WORD_IN(w, len, tl_type_words)) first = i;
+    if (!first) return 0;
+    size_t a = skip_ws_fwd(first);
+    int count = 0;
+    while (a < semi) {
+        size_t e = a;
+        int depth = 0;
+        for (; e < semi; e++) {
+            if (!code[e]) continue;
+            if (strchr("([{", src[e])) depth++;
+            else if (strchr(")]}", src[e])) depth--;
+            else if (src[e] == ',' && depth == 0) break;
+        }
+        size_t p = skip_ws_fwd(a), eq = e;
+        while (p < e && (src[p] == '*' || isspace((unsigned char)src[p]) || !code[p])) p++;
+        int ptr = p > skip_ws_fwd(a);
+        if (ptr && (count > 0 || e < semi)) return 0;   /* `int *a, b`: one pointer alone */
+        size_t ne = p;
+        while (ne < e && is_id(src[ne]) && code[ne]) ne++;
+        if (ne == p || isdigit((unsigned char)src[p])) return 0;
+        size_t q = skip_ws_fwd(ne);
+        if (q < e && src[q] != '=') return 0;   /* an array, a constructor call, a bit-field */
+        if (q < e) eq = q;
+        if (eq < e && !tl_expr_ok(c, eq + 1, e, 0)) *pure = 0;
+        tl_decl *d = (tl_decl *)realloc(c->d, (c->nd + 1) * sizeof *d);
+        if (!d) die("out of memory");
+        c->d = d;
+        c->d[c->nd++] = (tl_decl){ st, ptr ? p : first, p, ne - p, blk_a, blk_b, c->nr, 0,
+                                   eq == e };
+        count++;
+        a = e + 1;
+    }
+    if (count > 1)
+        for (size_t k = c->nd - count; k < c->nd; k++)
+            if (c->d[k].noinit) return 0;       /* `int a = 1, b;`: keep it simple */
+    for (size_t k = st; k < first; k++)
+        if (src[k] == '\n') return 0;
+    return count > 0;
+}
+
+/* The statements of the block [a, b) (a body or a loop's body); 1 when they can run as thread
+   loops. top: the kernel's body. *ends_sync: its last statement is a barrier. */
+static int tl_block(tl_ctx *c, size_t a, size_t b, int top, int *ends_sync)
+{
+    size_t p = skip_ws_fwd(a), ra = SIZE_MAX, rb = 0;
+    int ret = 0, pure_since = 1, any_region = 0, last_sync = 0;
+    while (p < b) {
+        size_t end = tl_stmt_end(p, b);
+        if (!end) TL_FAIL(c, "a statement it cannot delimit");
+        size_t i = p, w, len, e = p;
+        while (e < b && is_id(src[e]) && code[e]) e++;
+        int barriers = 0, shared = 0;
+        for (i = p; next_word(&i, end, &w, &len);) {
+            barriers += sync_word(w, len) >= 0;
+            shared |= word_is(w, len, "__shared__");
+        }
+        if (barriers && sync_word(p, e - p) == 0) {             /* __syncthreads(); */
+            size_t o = skip_ws_fwd(e), cl = o < b ? match_close(o) : b;
+            if (has_code(o + 1, cl) || skip_ws_fwd(cl + 1) + 1 != end)
+                TL_FAIL(c, "a barrier that is not a statement of its own");
+            if (ra != SIZE_MAX) tl_region_add(c, ra, rb, a, b, ret);
+            ra = SIZE_MAX;
+            ret = 0;
+            edit_push(&c->e, &c->ne, p, cl + 1 - p, "CUEMU_TL_SYNC()");
+            pure_since = 1;
+            last_sync = 1;
+        } else if (barriers && word_is(p, e - p, "for")) {
+            size_t o = skip_ws_fwd(e), oc = match_close(o), bo = skip_ws_fwd(oc + 1);
+            if (bo >= b || src[bo] != '{') TL_FAIL(c, "a loop with a barrier and no braces");
+            if (!pure_since) TL_FAIL(c, "code before a loop with a barrier, after the last one");
+            size_t s1 = o + 1, s2 = s1, s3;
+            while (s2 < oc && !(code[s2] && src[s2] == ';')) s2++;
+            s3 = s2 + 1;
+            while (s3 < oc && !(code[s3] && src[s3] == ';')) s3++;
+            if (s3 >= oc) TL_FAIL(c, "a loop header it cannot read");
+            /* the header: `T v = uniform; uniform; uniform` */
+            size_t j = s1, v = 0, vl = 0, x, xl, last = 0;
+            while (next_word(&j, s2, &x, &xl) && WORD_IN(x, xl, tl_type_words)) last = j;
+            size_t after_type = last;
+            if (!last || !next_word(&last, s2, &v, &vl) || v != skip_ws_fwd(after_type))
+                TL_FAIL(c, "a loop with a barrier that does not declare its variable");
+            size_t eq = skip_ws_fwd(v + vl);
+            if (eq >= s2 || src[eq] != '=' || c->nu >= 16) TL_FAIL(c, "a loop variable");
+            c->uvar[c->nu] = v;
+            c->ulen[c->nu++] = vl;
+            size_t bc = match_close(bo);
+            if (!tl_expr_ok(c, eq + 1, s2, 1) || !tl_expr_ok(c, s2 + 1, s3, 1)
+                || !tl_incr_ok(c, s3 + 1, oc, v, vl) || tl_written(v, vl, bo, bc))
+                TL_FAIL(c, "a loop whose threads may not run it alike");
+            for (j = bo; next_word(&j, bc, &x, &xl);)
+                if (word_is(x, xl, "break") || word_is(x, xl, "continue")
+                    || word_is(x, xl, "return"))
+                    TL_FAIL(c, "break, continue or return in a loop with a barrier");
+            if (ra != SIZE_MAX) tl_region_add(c, ra, rb, a, b, ret);
+            ra = SIZE_MAX;
+            ret = 0;
+            int inner_ends = 0;
+            if (!tl_block(c, bo + 1, bc, 0, &inner_ends)) return 0;
+            if (!inner_ends) TL_FAIL(c, "a loop with a barrier that does not end with one");
+            c->nu--;
+            pure_since = 1;
+            last_sync = 1;
+        } else if (barriers) {
+            TL_FAIL(c, "a barrier inside a statement");
+        } else if (shared) {
+            if (!top || any_region) TL_FAIL(c, "a __shared__ declaration after other code");
+        } else {
+            if (ra == SIZE_MAX) ra = p;
+            rb = end;
+            any_region = 1;
+            last_sync = 0;
+            int decl = WORD_IN(p, e - p, tl_type_words), pure = 1;
+            if (decl) {
+                if (!tl_declaration(c, p, end, a, b, &pure))
+                    TL_FAIL(c, "a declaration it cannot read");
+            } else if (e > p) {
+                /* `T x`, `ns::T x`, `T<...> x`, `T *x =`: a type it does not know */
+                size_t q = skip_ws_fwd(e);
+                while (q < end && src[q] == '*') q = skip_ws_fwd(q + 1);
+                if (q < end && (is_id(src[q]) || (src[q] == ':' && src[q + 1] == ':')
+                                || src[q] == '<'))
+                    if (!word_is(p, e - p, "return") && !word_is(p, e - p, "else")
+                        && !word_is(p, e - p, "if") && !word_is(p, e - p, "for")
+                        && !word_is(p, e - p, "while") && !word_is(p, e - p, "do")
+                        && !word_is(p, e - p, "switch"))
+                        TL_FAIL(c, "a declaration of a type it does not know");
+                pure = 0;
+            } else {
+                pure = 0;
+            }
+            if (!pure) pure_since = 0;
+            for (i = p; next_word(&i, end, &w, &len);)
+                if (word_is(w, len, "return")) {
+                    if (!top) TL_FAIL(c, "return in a loop with a barrier");
+                    edit_push(&c->e, &c->ne, w, len, "CUEMU_TL_RETURN");
+                    ret = 1;
+                }
+        }
+        p = skip_ws_fwd(end);
+    }
+    if (ra != SIZE_MAX) tl_region_add(c, ra, rb, a, b, ret);
+    *ends_sync = last_sync;
+    return 1;
+}
+
+/* What the whole body must be for thread loops (see above): waits only with __syncthreads (at
+   least once), no goto, no launch, no directive but `#pragma unroll`, no lambda, no local
+   array, parameters never written. */
+static int tl_check(tl_ctx *c, size_t self, size_t self_len)
+{
+    size_t i = c->bo + 1, w, len, waits = 0;
+    find_waiting_functions();
+    if (has_lambda(c->bo + 1, c->bc) || has_local_array(c->bo + 1, c->bc))
+        TL_FAIL(c, "a lambda or a local array");
+    while (next_word(&i, c->bc, &w, &len)) {
+        int k = sync_word(w, len);
+        if (k > 0) TL_FAIL(c, "__syncthreads_count, _and or _or");
+        if (k == 0) {
+            waits++;
+            continue;
+        }
+        if (word_is(w, len, "goto")) TL_FAIL(c, "goto");
+        if (len == self_len && !strncmp(src + w, src + self, len)) continue;
+        if (other_wait(w, len) || names_waiting(w, len)) TL_FAIL(c, "another wait");
+    }
+    if (!waits) TL_FAIL(c, "no barrier");
+    for (size_t k = c->bo + 1; k + 2 < c->bc; k++) {
+        if (!code[k]) continue;
+        if (src[k] == '#' && in_directive(k) && !pragma_unroll_at(k)) TL_FAIL(c, "a directive");
+        if (src[k] == '<' && src[k + 1] == '<' && src[k + 2] == '<') TL_FAIL(c, "a launch");
+    }
+    for (size_t a = c->po + 1; a < c->pc;) {
+        size_t e = a;
+        int depth = 0;
+        for (; e < c->pc; e++) {
+            if (!code[e]) continue;
+            if (strchr("([{<", src[e])) depth++;
+            else if (strchr(")]}>", src[e])) depth--;
+            else if (src[e] == ',' && depth == 0) break;
+        }
+        size_t l = 0, vw = skip_ws_fwd(a);
+        int pack = 0, none = !has_code(a, e) || (word_at(vw, "void") && !has_code(vw + 4, e));
+        size_t nm = none ? 0 : param_name(a, e, &l, &pack);
+        if (!none && (!nm || pack)) TL_FAIL(c, "a parameter without a name");
+        if (nm && tl_written(nm, l, c->bo + 1, c->bc)) TL_FAIL(c, "a parameter it writes");
+        a = e + 1;
+    }
+    return 1;
+}
+
+/* 1 when the word [w, w + len) stands in [a, b). */
+static int tl_mentions(size_t a, size_t b, size_t w, size_t len)
+{
+    size_t i = a, x, l;
+    while (next_word(&i, b, &x, &l))
+        if (l == len && !strncmp(src + x, src + w, len)) return 1;
+    return 0;
+}
+
+/* Region r is in declaration d's scope: after it, in its block. */
+static int tl_in_scope(const tl_decl *d, const tl_region *r)
+{
+    return r->a >= d->st && r->b <= d->blk_b;
+}
+
+/* Which declarations outlive their region (a later region of their scope names them: a
+   thread's value must wait in its array), and the edits that say so. */
+static int tl_hoist(tl_ctx *c)
+{
+    for (size_t k = 0; k < c->nd; k++) {
+        tl_decl *d = &c->d[k];
+        for (size_t r = 0; r < c->nr; r++)
+            if (r != d->region && tl_in_scope(d, &c->r[r])
+                && tl_mentions(c->r[r].a, c->r[r].b, d->name, d->len))
+                d->hoist = 1;
+    }
+    /* a statement's declarators go together (`int a = 1, b = 2;` becomes `a = 1, b = 2;`) */
+    for (size_t k = 0; k < c->nd; k++)
+        for (size_t j = 0; j < c->nd; j++)
+            if (c->d[j].st == c->d[k].st && c->d[j].hoist) c->d[k].hoist = 1;
+    /* in each region, the names bound to arrays and those it declares for itself: no two
+       alike (C++ would see one name declared twice in one scope) */
+    for (size_t r = 0; r < c->nr; r++)
+        for (size_t k = 0; k < c->nd; k++) {
+            const tl_decl *d = &c->d[k];
+            int here = d->region == r || (d->hoist && tl_in_scope(d, &c->r[r]));
+            for (size_t j = k + 1; here && j < c->nd; j++) {
+                const tl_decl *e = &c->d[j];
+                int there = e->region == r || (e->hoist && tl_in_scope(e, &c->r[r]));
+                if (there && e->len == d->len && !strncmp(src + e->name, src + d->name, d->len))
+                    TL_FAIL(c, "a name declared twice");
+            }
+        }
+    char *text = NULL;
+    size_t tl = 0;
+    FILE *f = open_memstream(&text, &tl);
+    if (!f) die("out of memory");
+    fputs(" CUEMU_TL_BEGIN", f);
+    for (size_t k = 0; k < c->nd; k++) {
+        const tl_decl *d = &c->d[k];
+        if (!d->hoist) continue;
+        fputs(" CUEMU_TL_VAR(", f);
+        emit_flat(f, d->st, d->te, 0);
+        fprintf(f, ", cuemu_tlv_%.*s_%zu)", (int)d->len, src + d->name, k);
+    }
+    fputc(' ', f);
+    fclose(f);
+    edit *ins = NULL, *rep = NULL;
+    size_t nins = 0, nrep = 0;
+    edit_push(&ins, &nins, c->bo + 1, 0, text);
+    for (size_t r = 0; r < c->nr; r++) {
+        /* a stretch reads its thread's values into variables of the same names (the
+           compiler keeps them in registers) and writes them back at its end; the stretch that
+           declares one keeps its declaration and only writes it back */
+        char *save = NULL;
+        size_t sl = 0;
+        FILE *fs = open_memstream(&save, &sl);
+        text = NULL;
+        f = open_memstream(&text, &tl);
+        if (!f || !fs) die("out of memory");
+        fputs(c->r[r].ret ? "CUEMU_TL_REGION_R" : "CUEMU_TL_REGION", f);
+        for (size_t k = 0; k < c->nd; k++) {
+            const tl_decl *d = &c->d[k];
+            if (!d->hoist || !(d->region == r || tl_in_scope(d, &c->r[r]))) continue;
+            if (d->region != r)
+                fprintf(f, " CUEMU_TL_LOAD(cuemu_tlv_%.*s_%zu, %.*s)", (int)d->len,
+                        src + d->name, k, (int)d->len, src + d->name);
+            fprintf(fs, " CUEMU_TL_SAVE(cuemu_tlv_%.*s_%zu, %.*s)", (int)d->len, src + d->name,
+                    k, (int)d->len, src + d->name);
+        }
+        fputc(' ', f);
+        fputs(c->r[r].ret ? " CUEMU_TL_REGION_END_R" : " CUEMU_TL_REGION_END", fs);
+        fclose(f);
+        fclose(fs);
+        edit_push(&ins, &nins, c->r[r].a, 0, text);
+        edit_push(&ins, &nins, c->r[r].b, 0, save);
+    }
+    edit_push(&ins, &nins, c->bc, 0, " CUEMU_TL_END ");
+    /* in the order the copy meets them; at one place the ends, then the starts (both kept
+       in the order made), then what replaces text */
+    for (size_t k = 0; k < c->ne; k++) edit_push(&rep, &nrep, c->e[k].pos, c->e[k].len, c->e[k].text);
+    free(c->e);
+    c->e = NULL;
+    c->ne = 0;
+    for (int pass = 0; pass < 3; pass++)
+        for (size_t k = 0; k < nins; k++) {
+            int is_end = ins[k].text[0] == ' ' && ins[k].pos != c->bo + 1;
+            if ((pass == 0 && is_end) || (pass == 1 && !is_end))
+                edit_push(&c->e, &c->ne, ins[k].pos, 0, ins[k].text);
+        }
+    for (size_t k = 0; k < nrep; k++) edit_push(&c->e, &c->ne, rep[k].pos, rep[k].len, rep[k].text);
+    free(ins);
+    free(rep);
+    return 1;
+}
+
+/* Thread loops for the kernel named [name, name_end) with parameters (po, pc) and body
+   [bo, bc] when it qualifies (see above): its edits are made as the copy passes them. */
+static int tl_plan(size_t name, size_t name_end, size_t po, size_t pc, size_t bo, size_t bc)
+{
+    if (getenv("CUEMU_REWRITE_NO_TL")) return 0;
+    tl_ctx c = { .bo = bo, .bc = bc, .po = po, .pc = pc };
+    int ends = 0;
+    int ok = tl_check(&c, name, name_end - name) && tl_block(&c, bo + 1, bc, 1, &ends)
+             && tl_hoist(&c);
+    if (getenv("CUEMU_REWRITE_TRACE"))
+        fprintf(stderr, "cuemu-rewrite: %s:%d: %.*s: %s\n", in_path, line_of(name),
+                (int)(name_end - name), src + name, ok ? "thread loops" : c.why);
+    if (ok) {
+        /* stable by position: add_edit keeps the order of those at one place */
+        for (size_t k = 1; k < c.ne; k++)
+            for (size_t j = k; j > 0 && c.e[j - 1].pos > c.e[j].pos; j--) {
+                edit t = c.e[j];
+                c.e[j] = c.e[j - 1];
+                c.e[j - 1] = t;
+            }
+        for (size_t k = 0; k < c.ne; k++) add_edit(c.e[k].pos, c.e[k].len, c.e[k].text);
+    }
+    free(c.d);
+    free(c.r);
+    free(c.e);
+    return ok;
+}
+
 /* The `__forceinline__` among a function's specifiers (before its return type, at q), or
    SIZE_MAX: a split helper's becomes CUEMU_CO_FORCEINLINE (cuemu_split.h), since g++ 14 gives
    a coroutine's resumption the attribute too and then refuses to compile the call it cannot
@@ -1021,7 +1622,8 @@ static size_t kernel_companion(size_t g, size_t copied)
     {
         size_t after = skip_ws_fwd(pc + 1);
         if (after < n && src[after] == '{' && getenv("CUEMU_REWRITE_NO_SPLIT") == NULL)
-            split_plan(name, name_end, po, pc, after, match_close(after));
+            if (!tl_plan(name, name_end, po, pc, after, match_close(after)))
+                split_plan(name, name_end, po, pc, after, match_close(after));
     }
     fprintf(out, "auto cuemu_kfn_%.*s(", (int)(name_end - name), src + name);
     emit_flat(out, po + 1, pc, 0);

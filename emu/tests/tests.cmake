@@ -79,6 +79,26 @@ foreach(src ${EMU_BUG_TESTS})
     PASS_REGULAR_EXPRESSION "${EMU_BUG_${name}}")
 endforeach()
 
+# Kernels that run as thread loops, built again to run as coroutines (emu/emu.mk's
+# EMU_CO_TESTS): the same answers and the same reports both ways.
+foreach(name split threads)
+  foreach(order forward reverse random:7)
+    string(REPLACE ":" "" tag "${order}")
+    add_test(NAME "emu/core/${name}_coroutines/${tag}" COMMAND "${EMU_TEST_BIN}/core/${name}_coroutines"
+             WORKING_DIRECTORY "${REPO_ROOT}")
+    set_tests_properties("emu/core/${name}_coroutines/${tag}" PROPERTIES
+      TIMEOUT ${EMU_T120} SKIP_RETURN_CODE 77 LABELS "emu"
+      ENVIRONMENT "CUEMU_ORDER=${order}")
+  endforeach()
+endforeach()
+foreach(name divergent_barrier smem_race uninit_shared)
+  add_test(NAME "emu/bugs/${name}_coroutines" COMMAND "${EMU_TEST_BIN}/bugs/${name}_coroutines"
+           WORKING_DIRECTORY "${REPO_ROOT}")
+  set_tests_properties("emu/bugs/${name}_coroutines" PROPERTIES
+    TIMEOUT ${EMU_T60} SKIP_RETURN_CODE 77 LABELS "emu"
+    PASS_REGULAR_EXPRESSION "${EMU_BUG_${name}}")
+endforeach()
+
 # The runtime half: every emu/tests/runtime/*.cu and emu/tests/parity.cu must exit 0.
 file(GLOB EMU_RUNTIME_TESTS "${REPO_ROOT}/emu/tests/runtime/*.cu")
 list(SORT EMU_RUNTIME_TESTS)

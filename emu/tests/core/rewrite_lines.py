@@ -7,6 +7,10 @@ input line that is not part of a launch or an extern __shared__ declaration come
 on the same line, but for two additions the rewriter makes in place: a kernel's __cluster_dims__
 registration after the line that ends its definition, and the members gridDim and blockDim
 renamed cuemu_gridDim and cuemu_blockDim (the built-in variables are macros), and the barrier
+thread loops' words in a kernel it runs so (CUEMU_TL_BEGIN and its CUEMU_TL_VARs after the
+body's `{`, CUEMU_TL_REGION and its CUEMU_TL_LOADs before a stretch, its CUEMU_TL_SAVEs and
+CUEMU_TL_REGION_END after it, CUEMU_TL_SYNC() for __syncthreads(), CUEMU_TL_RETURN for `return`,
+CUEMU_TL_END before the `}`), the
 split's words in a kernel it splits (CUEMU_CO_BEGIN(parameters) after the body's `{`,
 CUEMU_CO_END(names) before its `}`, CUEMU_CO_RETURN for `return`, CUEMU_CO_SYNCTHREADS* for __syncthreads*, cg::sync(b) and
 b.sync()) and in a helper it splits (CUEMU_CO_SUB for `void`, CUEMU_CO_FORCEINLINE for
@@ -57,6 +61,12 @@ def in_place(a, b):
         b = a
     for m in ("gridDim", "blockDim"):
         b = b.replace(".cuemu_" + m, "." + m).replace("->cuemu_" + m, "->" + m)
+    # thread loops: what each kernel's body, stretch and barrier gained (cuemu_split.h)
+    b = re.sub(r" CUEMU_TL_BEGIN(?: CUEMU_TL_VAR\([^()]*\))* ", "", b)
+    b = re.sub(r"(?: CUEMU_TL_SAVE\([^()]*\))* CUEMU_TL_REGION_END(?:_R)?", "", b)
+    b = re.sub(r"CUEMU_TL_REGION(?:_R)?(?: CUEMU_TL_LOAD\([^()]*\))* ", "", b)
+    b = b.replace(" CUEMU_TL_END ", "").replace("CUEMU_TL_SYNC()", "__syncthreads()")
+    b = re.sub(r"\bCUEMU_TL_RETURN\b", "return", b)
     b = drop_call(drop_call(b, "{ CUEMU_CO_BEGIN(", "{"), "CUEMU_CO_END(", "")
     b = b.replace("{ CUEMU_CO_BEGIN_CAPTURE", "{").replace("CUEMU_CO_END_CAPTURE }", "}")
     b = b.replace("CUEMU_CO_END0 }", "}").replace('extern "C" CUEMU_HOST_FN ', 'extern "C" ')

@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: MIT
-"""Which kernels cuemu-rewrite splits at their barriers (emu/include/cuemu_split.h).
+"""Which kernels cuemu-rewrite splits at their barriers (emu/include/cuemu_split.h), and which
+of those run as thread loops (loops_*: every barrier a statement that every thread reaches
+alike, see tl_plan in emu/rewrite/cuemu_rewrite.c) rather than coroutines (split_*).
 
 usage: split_plan.py CUEMU_REWRITE
 A kernel is split only when it waits with __syncthreads (and _count, _and, _or) or a
@@ -41,13 +43,13 @@ static __device__ void helper_proto(float *s) { __syncthreads(); }
 inline __host__ __device__ void helper_host(float *s) { __syncthreads(); }
 inline __device__ void helper_array(float *s) { float a[2] = {s[0], s[1]}; __syncthreads(); s[2] = a[1]; }
 
-__global__ void split_direct(float *p) { __shared__ float s[32]; s[threadIdx.x] = plain(p[0]);
+__global__ void loops_direct(float *p) { __shared__ float s[32]; s[threadIdx.x] = plain(p[0]);
     __syncthreads(); if (threadIdx.x) return; p[0] = s[1]; }
 __global__ void split_count(int *p) { p[0] = __syncthreads_count(threadIdx.x & 1); }
 __global__ void split_cg(int *p) { cg::thread_block b = cg::this_thread_block();
     p[b.thread_rank()] = 1; b.sync(); cg::sync(b); p[0] = b.size(); }
 __global__ void split_cg_auto(int *p) { auto blk = cg::this_thread_block(); blk.sync(); }
-template <int N> __global__ void split_template(int *p) { p[N] = 1; __syncthreads(); }
+template <int N> __global__ void loops_template(int *p) { p[N] = 1; __syncthreads(); }
 __global__ void split_unnamed(int *p, int) { __syncthreads(); p[0] = 1; }
 __global__ void split_helper(float *p) { __shared__ float s[32]; helper(s); }
 __global__ void split_outer(float *p) { __shared__ float s[32]; outer<1>(s); __syncthreads(); }
@@ -73,8 +75,42 @@ __global__ void keep_sleep(float *p) { __syncthreads(); __nanosleep(100); }
 __global__ void keep_no_barrier(float *p) { p[threadIdx.x] = plain(1); }
 __global__ void keep_local_array(float *p) { float acc[4] = {0, 0, 0, 0}; __syncthreads();
     for (int i = 0; i < 4; i++) acc[i] += p[i]; __syncthreads(); p[0] = acc[0] + acc[3]; }
-__global__ void split_indexing(float *p) { __shared__ float s[32]; s[threadIdx.x] = p[0];
+__global__ void loops_indexing(float *p) { __shared__ float s[32]; s[threadIdx.x] = p[0];
     __syncthreads(); if (threadIdx.x) p[threadIdx.x] = s[31 - threadIdx.x]; else return; }
+#define TILE 16
+__global__ void loops_tree(float *out, int n) { __shared__ float s[256];
+    unsigned t = threadIdx.x; s[t] = t < n ? 1.0f : 0.0f; __syncthreads();
+    for (unsigned k = blockDim.x / 2; k > 0; k >>= 1) { if (t < k) s[t] += s[t + k];
+        __syncthreads(); }
+    if (t == 0) out[blockIdx.x] = s[0]; }
+__global__ void loops_tiles(const float *a, float *c, int n) { __shared__ float ta[TILE];
+    int tx = threadIdx.x, row = blockIdx.y * TILE + tx; float acc = 0.0f;
+    for (int t = 0; t < n; t += TILE) { ta[tx] = a[row * n + t + tx]; __syncthreads();
+        for (int k = 0; k < TILE; k++) acc += ta[k]; __syncthreads(); }
+    c[row] = acc; }
+__global__ void loops_nested(float *p, int n) { __shared__ float s[64];
+    for (int i = 0; i < n; i++) { for (int j = 1; j < 4; j *= 2) { s[threadIdx.x] = i + j;
+        __syncthreads(); } p[threadIdx.x] += s[63 - threadIdx.x]; __syncthreads(); } }
+__global__ void loops_early_return(float *p, int n) { if (threadIdx.x >= n) return;
+    p[threadIdx.x] = 1; __syncthreads(); p[0] = 2; }
+__global__ void split_loop_per_thread(float *p) { for (int k = threadIdx.x; k < 64; k += 32) {
+    p[k] = 1; __syncthreads(); } }
+__global__ void split_loop_tail(float *p) { for (int k = 0; k < 4; k++) { __syncthreads();
+    p[k] = 1; } }
+__global__ void split_code_before_loop(float *p) { p[0] = 1;
+    for (int k = 0; k < 4; k++) { p[k] = 2; __syncthreads(); } }
+__global__ void split_loop_writes_var(float *p) { for (int k = 0; k < 4; k++) { k += p[0] > 0;
+    __syncthreads(); } }
+__global__ void split_loop_break(float *p) { for (int k = 0; k < 4; k++) { if (p[k] > 0) break;
+    __syncthreads(); } }
+__global__ void split_if_barrier(float *p) { if (p[0] > 0) __syncthreads(); p[1] = 0; }
+__global__ void split_param_written(float *p, int n) { n -= 1; __syncthreads(); p[n] = 0; }
+__global__ void split_shared_late(float *p) { p[0] = 1; __shared__ float s[4]; s[0] = 1;
+    __syncthreads(); p[1] = s[0]; }
+struct pair_t { int a, b; };
+__global__ void split_unknown_type(int *p) { pair_t q = {1, 2}; __syncthreads(); p[0] = q.a; }
+__global__ void split_twice_declared(float *p) { int v = 1; __syncthreads();
+    for (int k = 0; k < 2; k++) { int v = k; p[v] = 1; __syncthreads(); } p[0] = v; }
 '''
 
 # (line, marked as host code?)
@@ -139,10 +175,11 @@ def main():
         start = text.index(f"__global__ void {name}(")
         end = text.find("cuemu_kfn_", start)      # the next kernel's companion
         body = text[start:end if end >= 0 else len(text)]
-        split = "CUEMU_CO_BEGIN" in body
-        if split != name.startswith("split_"):
-            errors.append(f"{name}: {'split' if split else 'not split'}, want the opposite:\n{body}")
-        if split and re.search(r"\breturn\b|__syncthreads\b|\.sync\(|cg::sync", body):
+        split, loops = "CUEMU_CO_BEGIN" in body, "CUEMU_TL_BEGIN" in body
+        got = "loops" if loops else "split" if split else "keep"
+        if got != name.split("_")[0] or (split and loops):
+            errors.append(f"{name}: {got}, want {name.split('_')[0]}:\n{body}")
+        if (split or loops) and re.search(r"\breturn\b|__syncthreads\b|\.sync\(|cg::sync", body):
             errors.append(f"{name}: split, but a return or a barrier was left as it was:\n{body}")
     # split helpers: a coroutine's return type and barriers; the others as written
     for name, split in (("helper", True), ("outer", True), ("helper_extern", False), ("helper_warp", False),
@@ -157,7 +194,14 @@ def main():
     if "CUEMU_CO_BEGIN_CAPTURE" not in text[text.index("void split_unnamed("):]:
         errors.append("split_unnamed: a parameter without a name must make the split capture")
     if "CUEMU_CO_BEGIN(float *p)" not in text or "CUEMU_CO_END(p)" not in text:
-        errors.append("split_direct: the lambda must take the kernel's parameters")
+        errors.append("split_helper: the lambda must take the kernel's parameters")
+    # thread loops: the values that outlive a stretch, in arrays; the others stay variables
+    tiles = text[text.index("void loops_tiles("):text.index("void loops_nested(")]
+    for v, want in (("tx", True), ("row", True), ("acc", True), ("k", False), ("t", False)):
+        if (f", cuemu_tlv_{v}_" in tiles) != want:
+            errors.append(f"loops_tiles: {v} {'not ' if want else ''}kept per thread:\n{tiles}")
+    if "CUEMU_TL_REGION_R" not in text[text.index("void loops_early_return("):]:
+        errors.append("loops_early_return: a stretch with a return must be a lambda")
     for e in errors:
         print(e)
     print(f"split_plan: {'FAILED' if errors else 'passed'}")
