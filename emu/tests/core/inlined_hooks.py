@@ -7,8 +7,8 @@ fraction of a second, instead of optimising the whole program again at the link.
 
 For every object of the emulator's own tests and of the chapters (the solutions and the
 exercises, and tut_check.o): machine code, not LLVM bitcode; no call left to a hook
-(__sanitizer_cov_loadN / storeN, cuemu_thread_next), which would cost a call at every access
-of a kernel; and the slow path called from the access itself (cuemu_access_slow_here), where
+(__sanitizer_cov_loadN / storeN, cuemu_thread_next, and a thread loop's cuemu_tl_begin and
+cuemu_tl_thread), which would cost a call at every access of a kernel or every thread of a loop; and the slow path called from the access itself (cuemu_access_slow_here), where
 its reports find the line. Skips (77) where the build inlines nothing per file: objects with no
 hooks at all (g++, a sanitizer build), or, as make says, EMU_LTO= or a clang without llvm-link
 beside it (the hooks are then called, or inlined at the link). Exits 0 when every object
@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 HOOKS = tuple(f"__sanitizer_cov_{k}{n}" for k in ("load", "store") for n in (1, 2, 4, 8, 16)) \
-    + ("cuemu_thread_next",)
+    + ("cuemu_thread_next", "cuemu_tl_begin", "cuemu_tl_thread")
 
 
 def make_vars(build):
