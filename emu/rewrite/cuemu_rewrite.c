@@ -46,6 +46,14 @@
  *                                                            CUEMU_CO_AWAIT_END;
  *   its __forceinline__, if any                         ->  CUEMU_CO_FORCEINLINE
  *
+ * A split kernel whose barriers all stand where every thread reaches them alike runs as thread
+ * loops instead (each stretch between two barriers one loop over the block's threads; see
+ * tl_plan):
+ *
+ *   { ...; __syncthreads(); for (k...) { ...; __syncthreads(); } ... }
+ *     ->  { CUEMU_TL_BEGIN CUEMU_TL_VAR(...) CUEMU_TL_REGION ... CUEMU_TL_REGION_END
+ *           CUEMU_TL_SYNC(); for (k...) { CUEMU_TL_REGION ... } ... CUEMU_TL_END }
+ *
  * The output starts with `#line 1 "IN.cu"` and keeps every newline of the input where it was,
  * so a compiler error in the .cpp points at the student's line in the .cu file.
  */
