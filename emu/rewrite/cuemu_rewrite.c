@@ -1121,6 +1121,18 @@ static int tl_written(size_t w, size_t len, size_t a, size_t b)
     return 0;
 }
 
+/* An assignment operator at p (`=`, `+=`, ..., `<<=`, `>>=`; not `==`, `<=`, `>=`): one past
+   it, else 0. */
+static size_t tl_assign_op(size_t p, size_t b)
+{
+    size_t o = p;
+    if (o + 1 < b && (src[o] == '<' || src[o] == '>') && src[o + 1] == src[o]) o += 2;
+    else if (o < b && strchr("+-*/%&|^", src[o]) && src[o]) o++;
+    if (o >= b || src[o] != '=' || (o + 1 < b && src[o + 1] == '=')) return 0;
+    if (o == p && p > 0 && strchr("=!<>", src[p - 1])) return 0;
+    return o + 1;
+}
+
 /* 1 when a loop's increment [a, b) only steps its variable v (length vl) by what every thread
    computes alike: `v++`, `--v`, `v op= uniform`, `v = uniform`. */
 static int tl_incr_ok(const tl_ctx *c, size_t a, size_t b, size_t v, size_t vl)
@@ -1133,10 +1145,8 @@ static int tl_incr_ok(const tl_ctx *c, size_t a, size_t b, size_t v, size_t vl)
     if (p + vl > e || strncmp(src + p, src + v, vl) || is_id(src[p + vl])) return 0;
     size_t q = skip_ws_fwd(p + vl);
     if (q + 2 == e && (src[q] == '+' || src[q] == '-') && src[q + 1] == src[q]) return 1;
-    size_t o = q;
-    while (o < e && strchr("+-*/%&|^<>", src[o])) o++;
-    if (o >= e || src[o] != '=' || o - q > 2 || (o + 1 < e && src[o + 1] == '=')) return 0;
-    return tl_expr_ok(c, o + 1, b, 1);
+    size_t o = tl_assign_op(q, e);
+    return o && tl_expr_ok(c, o, b, 1);
 }
 
 static void tl_region_add(tl_ctx *c, size_t a, size_t b, size_t blk_a, size_t blk_b, int ret)
@@ -1299,6 +1309,30 @@ static int tl_block(tl_ctx *c, size_t a, size_t b, int top, int *ends_sync)
     return 1;
 }
 
+/* 1 when a member of the parameter named by [w, w + len) is written in the body (`p.n = 0`,
+   `p.a.b++`, `&p.n`): the parameter itself is. */
+static int tl_member_written(size_t w, size_t len, const tl_ctx *c)
+{
+    size_t i = c->bo + 1, x, l;
+    while (next_word(&i, c->bc, &x, &l)) {
+        if (l != len || strncmp(src + x, src + w, len)) continue;
+        size_t pv = skip_ws_back(x), e = skip_ws_fwd(x + l);
+        if ((pv > c->bo && src[pv - 1] == '.') || e >= c->bc || src[e] != '.') continue;
+        while (e < c->bc && src[e] == '.') {          /* .member.member */
+            size_t m = skip_ws_fwd(e + 1);
+            while (m < c->bc && is_id(src[m])) m++;
+            e = skip_ws_fwd(m);
+        }
+        if (pv > c->bo + 1 && src[pv - 1] == '&' && src[pv - 2] != '&' && tl_unary_at(pv - 1, c->bo))
+            return 1;
+        if (pv >= 2 && (src[pv - 1] == '+' || src[pv - 1] == '-') && src[pv - 2] == src[pv - 1])
+            return 1;
+        if (e + 1 < c->bc && (src[e] == '+' || src[e] == '-') && src[e + 1] == src[e]) return 1;
+        if (tl_assign_op(e, c->bc)) return 1;
+    }
+    return 0;
+}
+
 /* What the whole body must be for thread loops (see above): waits only with __syncthreads (at
    least once), no goto, no launch, no directive but `#pragma unroll`, no lambda, no local
    array, parameters never written. */
@@ -1338,8 +1372,24 @@ static int tl_check(tl_ctx *c, size_t self, size_t self_len)
         int pack = 0, none = !has_code(a, e) || (word_at(vw, "void") && !has_code(vw + 4, e));
         size_t nm = none ? 0 : param_name(a, e, &l, &pack);
         if (!none && (!nm || pack)) TL_FAIL(c, "a parameter without a name");
-        if (nm && tl_written(nm, l, c->bo + 1, c->bc)) TL_FAIL(c, "a parameter it writes");
+        if (nm && (tl_written(nm, l, c->bo + 1, c->bc) || tl_member_written(nm, l, c)))
+            TL_FAIL(c, "a parameter it writes");
         a = e + 1;
+    }
+    /* a parameter handed to a function of this file that takes a reference may be written */
+    for (i = c->bo + 1; next_word(&i, c->bc, &w, &len);) {
+        size_t ce = call_end(w, len);
+        if (!ce) continue;
+        int by_ref = 0;
+        for (size_t d = 0; d < nfdefs; d++) {
+            const fdef *f = &fdefs[d];
+            if (!f->po || f->len != len || strncmp(src + f->name, src + w, len)) continue;
+            for (size_t k = f->po; k < match_close(f->po); k++)
+                by_ref |= code[k] && src[k] == '&';
+        }
+        size_t j = w + len, x, xl;
+        while (by_ref && next_word(&j, ce, &x, &xl))
+            if (tl_is_param(c, x, xl)) TL_FAIL(c, "a parameter handed on by reference");
     }
     return 1;
 }

@@ -108,6 +108,11 @@ __global__ void split_param_written(float *p, int n) { n -= 1; __syncthreads(); 
 __global__ void split_shared_late(float *p) { p[0] = 1; __shared__ float s[4]; s[0] = 1;
     __syncthreads(); p[1] = s[0]; }
 struct pair_t { int a, b; };
+__global__ void split_member_written(pair_t q, int *p) { q.a += 1; __syncthreads(); p[0] = q.a; }
+__global__ void loops_member_read(pair_t q, int *p) { p[threadIdx.x] = q.a; __syncthreads();
+    p[0] += q.b; }
+static __device__ void bump(int &v) { v++; }
+__global__ void split_param_by_reference(int *p, int n) { bump(n); __syncthreads(); p[n] = 0; }
 __global__ void split_unknown_type(int *p) { pair_t q = {1, 2}; __syncthreads(); p[0] = q.a; }
 __global__ void split_twice_declared(float *p) { int v = 1; __syncthreads();
     for (int k = 0; k < 2; k++) { int v = k; p[v] = 1; __syncthreads(); } p[0] = v; }
