@@ -241,6 +241,9 @@ template <class T> static inline T *tl_alloc(int n)
     for (int cuemu_p = 0; cuemu_p < cuemu_tl_n; cuemu_p++) { ::cuemu_tl_thread(cuemu_p);
 #define CUEMU_TL_LOAD(v, name) auto name = v[cuemu_p];
 #define CUEMU_TL_SAVE(v, name) v[cuemu_p] = name;
+/* a declaration without an initialiser, in its own stretch: the thread's element itself (its
+   value is whatever it is, as the variable's would be, and nothing reads a variable unset) */
+#define CUEMU_TL_NOINIT(v, name, ...) [[maybe_unused]] auto &name = v[cuemu_p];
 #define CUEMU_TL_REGION_END }
 #define CUEMU_TL_REGION_R CUEMU_TL_REGION if ([&]() -> bool {
 #define CUEMU_TL_REGION_END_R \
@@ -255,6 +258,7 @@ template <class T> static inline T *tl_alloc(int n)
 #define CUEMU_TL_REGION
 #define CUEMU_TL_LOAD(v, name)
 #define CUEMU_TL_SAVE(v, name)
+#define CUEMU_TL_NOINIT(v, name, ...) __VA_ARGS__
 #define CUEMU_TL_REGION_END
 #define CUEMU_TL_REGION_R
 #define CUEMU_TL_REGION_END_R

@@ -1471,8 +1471,9 @@ static int tl_hoist(tl_ctx *c)
             if (d->region != r)
                 fprintf(f, " CUEMU_TL_LOAD(cuemu_tlv_%.*s_%zu, %.*s)", (int)d->len,
                         src + d->name, k, (int)d->len, src + d->name);
-            fprintf(fs, " CUEMU_TL_SAVE(cuemu_tlv_%.*s_%zu, %.*s)", (int)d->len, src + d->name,
-                    k, (int)d->len, src + d->name);
+            if (d->region != r || !d->noinit)
+                fprintf(fs, " CUEMU_TL_SAVE(cuemu_tlv_%.*s_%zu, %.*s)", (int)d->len,
+                        src + d->name, k, (int)d->len, src + d->name);
         }
         fputc(' ', f);
         fputs(c->r[r].ret ? " CUEMU_TL_REGION_END_R" : " CUEMU_TL_REGION_END", fs);
@@ -1482,6 +1483,24 @@ static int tl_hoist(tl_ctx *c)
         edit_push(&ins, &nins, c->r[r].b, 0, save);
     }
     edit_push(&ins, &nins, c->bc, 0, " CUEMU_TL_END ");
+    /* a declaration without an initialiser becomes a reference to the thread's element in its
+       own stretch (no variable read unset; -Wuninitialized would say so at the stretch's end) */
+    for (size_t k = 0; k < c->nd; k++) {
+        const tl_decl *d = &c->d[k];
+        if (!d->hoist || !d->noinit) continue;
+        size_t end = tl_stmt_end(d->st, c->bc);
+        for (size_t q = d->st; q < end; q++)
+            if (src[q] == '\n') TL_FAIL(c, "a declaration over several lines");
+        text = NULL;
+        f = open_memstream(&text, &tl);
+        if (!f) die("out of memory");
+        fprintf(f, "CUEMU_TL_NOINIT(cuemu_tlv_%.*s_%zu, %.*s, ", (int)d->len, src + d->name, k,
+                (int)d->len, src + d->name);
+        emit_flat(f, d->st, end, 0);
+        fputc(')', f);
+        fclose(f);
+        edit_push(&rep, &nrep, d->st, end - d->st, text);
+    }
     /* in the order the copy meets them; at one place the ends, then the starts (both kept
        in the order made), then what replaces text */
     for (size_t k = 0; k < c->ne; k++) edit_push(&rep, &nrep, c->e[k].pos, c->e[k].len, c->e[k].text);

@@ -9,7 +9,8 @@ registration after the line that ends its definition, and the members gridDim an
 renamed cuemu_gridDim and cuemu_blockDim (the built-in variables are macros), and the barrier
 thread loops' words in a kernel it runs so (CUEMU_TL_BEGIN and its CUEMU_TL_VARs after the
 body's `{`, CUEMU_TL_REGION and its CUEMU_TL_LOADs before a stretch, its CUEMU_TL_SAVEs and
-CUEMU_TL_REGION_END after it, CUEMU_TL_SYNC() for __syncthreads(), CUEMU_TL_RETURN for `return`,
+CUEMU_TL_REGION_END after it, CUEMU_TL_NOINIT(array, name, declaration) around a declaration
+without an initialiser, CUEMU_TL_SYNC() for __syncthreads(), CUEMU_TL_RETURN for `return`,
 CUEMU_TL_END before the `}`), the
 split's words in a kernel it splits (CUEMU_CO_BEGIN(parameters) after the body's `{`,
 CUEMU_CO_END(names) before its `}`, CUEMU_CO_RETURN for `return`, CUEMU_CO_SYNCTHREADS* for __syncthreads*, cg::sync(b) and
@@ -65,6 +66,7 @@ def in_place(a, b):
     b = re.sub(r" CUEMU_TL_BEGIN(?: CUEMU_TL_VAR\([^()]*\))* ", "", b)
     b = re.sub(r"(?: CUEMU_TL_SAVE\([^()]*\))* CUEMU_TL_REGION_END(?:_R)?", "", b)
     b = re.sub(r"CUEMU_TL_REGION(?:_R)?(?: CUEMU_TL_LOAD\([^()]*\))* ", "", b)
+    b = re.sub(r"CUEMU_TL_NOINIT\(\w+, \w+, ([^;]*;)\)", r"\1", b)
     b = b.replace(" CUEMU_TL_END ", "").replace("CUEMU_TL_SYNC()", "__syncthreads()")
     b = re.sub(r"\bCUEMU_TL_RETURN\b", "return", b)
     b = drop_call(drop_call(b, "{ CUEMU_CO_BEGIN(", "{"), "CUEMU_CO_END(", "")

@@ -91,6 +91,8 @@ __global__ void loops_tiles(const float *a, float *c, int n) { __shared__ float 
 __global__ void loops_nested(float *p, int n) { __shared__ float s[64];
     for (int i = 0; i < n; i++) { for (int j = 1; j < 4; j *= 2) { s[threadIdx.x] = i + j;
         __syncthreads(); } p[threadIdx.x] += s[63 - threadIdx.x]; __syncthreads(); } }
+__global__ void loops_unset(float *p) { __shared__ float s[64]; float v; s[threadIdx.x] = 1;
+    __syncthreads(); v = s[63 - threadIdx.x]; __syncthreads(); p[threadIdx.x] = v; }
 __global__ void loops_early_return(float *p, int n) { if (threadIdx.x >= n) return;
     p[threadIdx.x] = 1; __syncthreads(); p[0] = 2; }
 __global__ void split_loop_per_thread(float *p) { for (int k = threadIdx.x; k < 64; k += 32) {
@@ -205,6 +207,9 @@ def main():
     for v, want in (("tx", True), ("row", True), ("acc", True), ("k", False), ("t", False)):
         if (f", cuemu_tlv_{v}_" in tiles) != want:
             errors.append(f"loops_tiles: {v} {'not ' if want else ''}kept per thread:\n{tiles}")
+    unset = text[text.index("void loops_unset("):text.index("void loops_early_return(")]
+    if "CUEMU_TL_NOINIT(cuemu_tlv_v_" not in unset or "CUEMU_TL_SAVE(cuemu_tlv_v_" not in unset:
+        errors.append(f"loops_unset: a value declared unset must be the thread's element:\n{unset}")
     if "CUEMU_TL_REGION_R" not in text[text.index("void loops_early_return("):]:
         errors.append("loops_early_return: a stretch with a return must be a lambda")
     for e in errors:
