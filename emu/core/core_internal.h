@@ -120,8 +120,10 @@ struct cuemu_worker {
     int co_line;
     int co_active;                   /* split code runs: no wait may switch stacks */
     /* a thread-loop kernel (cuemu_split.h's CUEMU_TL_*): the block's threads, and 1 once the
-       first thread's call ran the whole block (the other threads' calls return at once) */
+       first thread's call ran the whole block (the other threads' calls return at once);
+       tl_self: the thread whose call that was (the current one again when it returns) */
     int tl_n, tl_ran;
+    cuemu_thread_pub *tl_self;
     char *co_ptr, *co_end;           /* the frames' arena: free space in its current chunk */
     /* frames of split helpers whose call ended (cuemu_co_sub_free), for the next call of the
        same size: a helper called in a loop reuses one frame instead of filling the arena */

@@ -156,6 +156,7 @@ HOOK_INLINE int cuemu_tl_begin(void)
     if (w->tl_ran) return 0;
     w->tl_ran = 1;
     w->co_active = 1;
+    w->tl_self = w->pub.cur;
     return w->tl_n;
 }
 

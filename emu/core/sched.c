@@ -857,17 +857,21 @@ void cuemu_tl_exit(int p)
     w->co[p].phase = w->co_phase;
 }
 
-/* Its block ended (or stopped): the lazy phase's last thread runs, so the other threads' calls
-   are not made. */
+/* Its block ended (or stopped). In the lazy phase the last thread in order is then the one
+   running, so the other threads' calls are not made; otherwise (each thread on its fiber: a
+   TSan build) the thread whose call ran the block is current again, and the others' calls
+   return at once. */
 void cuemu_tl_end(void)
 {
     struct cuemu_worker *w = &SW->w;
     w->co_active = 0;
+    cuemu_thread_pub *u = w->tl_self;
     if (w->seq_last >= 0) {
         w->seq = w->seq_last;
-        w->pub.cur = w->order_pub[w->seq];
-        w->pub.tidx = w->pub.cur->idx;
+        u = w->order_pub[w->seq];
     }
+    w->pub.cur = u;
+    w->pub.tidx = u->idx;
 }
 
 /* cluster: 1 for cluster.sync(), whose block barrier, once complete, waits for the cluster's
