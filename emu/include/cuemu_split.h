@@ -237,6 +237,9 @@ template <class T> static inline T *tl_alloc(int n)
     int cuemu_tl_exited = 0; \
     (void)cuemu_tl_exited;
 #define CUEMU_TL_VAR(T, v) std::remove_cv_t<T> *v = ::cuemu::tl_alloc<std::remove_cv_t<T>>(cuemu_tl_n);
+/* a variable every thread computes alike, declared again at the block's level for the loops'
+   headers (its own stretch declares it too, as written) */
+#define CUEMU_TL_UNIFORM(...) [[maybe_unused]] __VA_ARGS__
 #define CUEMU_TL_REGION \
     for (int cuemu_p = 0; cuemu_p < cuemu_tl_n; cuemu_p++) { ::cuemu_tl_thread(cuemu_p);
 #define CUEMU_TL_LOAD(v, name) auto name = v[cuemu_p];
@@ -255,6 +258,7 @@ template <class T> static inline T *tl_alloc(int n)
 #else
 #define CUEMU_TL_BEGIN
 #define CUEMU_TL_VAR(T, v)
+#define CUEMU_TL_UNIFORM(...)
 #define CUEMU_TL_REGION
 #define CUEMU_TL_LOAD(v, name)
 #define CUEMU_TL_SAVE(v, name)

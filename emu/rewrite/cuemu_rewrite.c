@@ -925,7 +925,10 @@ static const char *const tl_builtins[] = { "blockDim", "gridDim", "blockIdx", "w
 
 /* a declarator of a region's declaration statement: the statement's start, the end of its type
    (the declarator's `*`s included), the name, the block it is in, its region's index */
-typedef struct { size_t st, te, name, len, blk_a, blk_b, region; int hoist, noinit; } tl_decl;
+typedef struct {
+    size_t st, te, name, len, ia, ib, blk_a, blk_b, region;   /* ia, ib: the initialiser */
+    int hoist, noinit, uniform;
+} tl_decl;
 typedef struct { size_t a, b, blk_a, blk_b; int ret; } tl_region;
 typedef struct {
     size_t bo, bc, po, pc;
@@ -936,6 +939,8 @@ typedef struct {
     edit *e;
     size_t ne;
     size_t uvar[16], ulen[16];   /* the loop variables of the loops being planned */
+    size_t ul[16];               /* the uniform variables of the body (indices into d) */
+    int nul;
     int nu;
     const char *why;            /* why not (CUEMU_REWRITE_TRACE) */
 } tl_ctx;
@@ -1067,6 +1072,9 @@ static int tl_expr_ok(const tl_ctx *c, size_t a, size_t b, int uniform)
             int loopvar = 0;
             for (int u = 0; u < c->nu; u++)
                 loopvar |= c->ulen[u] == len && !strncmp(src + c->uvar[u], src + w, len);
+            for (int u = 0; u < c->nul; u++)
+                loopvar |= c->d[c->ul[u]].len == len
+                            && !strncmp(src + c->d[c->ul[u]].name, src + w, len);
             if (loopvar || tl_number_macro(w, len, 0)) continue;
             if (!uniform && word_is(w, len, "threadIdx")) continue;
             if (!uniform) {                      /* an earlier declaration's own value */
@@ -1149,6 +1157,8 @@ static int tl_incr_ok(const tl_ctx *c, size_t a, size_t b, size_t v, size_t vl)
     return o && tl_expr_ok(c, o, b, 1);
 }
 
+static int tl_mentions(size_t a, size_t b, size_t w, size_t len);
+
 static void tl_region_add(tl_ctx *c, size_t a, size_t b, size_t blk_a, size_t blk_b, int ret)
 {
     tl_region *r = (tl_region *)realloc(c->r, (c->nr + 1) * sizeof *r);
@@ -1191,8 +1201,8 @@ static int tl_declaration(tl_ctx *c, size_t st, size_t end, size_t blk_a, size_t
         tl_decl *d = (tl_decl *)realloc(c->d, (c->nd + 1) * sizeof *d);
         if (!d) die("out of memory");
         c->d = d;
-        c->d[c->nd++] = (tl_decl){ st, ptr ? p : first, p, ne - p, blk_a, blk_b, c->nr, 0,
-                                   eq == e };
+        c->d[c->nd++] = (tl_decl){ st, ptr ? p : first, p, ne - p, eq + 1, e, blk_a, blk_b,
+                                   c->nr, 0, eq == e, 0 };
         count++;
         a = e + 1;
     }
@@ -1209,7 +1219,7 @@ static int tl_declaration(tl_ctx *c, size_t st, size_t end, size_t blk_a, size_t
 static int tl_block(tl_ctx *c, size_t a, size_t b, int top, int *ends_sync)
 {
     size_t p = skip_ws_fwd(a), ra = SIZE_MAX, rb = 0;
-    int ret = 0, pure_since = 1, any_region = 0, last_sync = 0;
+    int ret = 0, pure_since = 1, last_sync = 0;
     while (p < b) {
         size_t end = tl_stmt_end(p, b);
         if (!end) TL_FAIL(c, "a statement it cannot delimit");
@@ -1269,16 +1279,34 @@ static int tl_block(tl_ctx *c, size_t a, size_t b, int top, int *ends_sync)
         } else if (barriers) {
             TL_FAIL(c, "a barrier inside a statement");
         } else if (shared) {
-            if (!top || any_region) TL_FAIL(c, "a __shared__ declaration after other code");
+            /* after declarations that only compute: the stretch so far ends there (nobody
+               could tell the two stretches from one), the declaration stays at the body's
+               level, where every later stretch sees it */
+            if (!top || !pure_since) TL_FAIL(c, "a __shared__ declaration after other code");
+            if (ra != SIZE_MAX) tl_region_add(c, ra, rb, a, b, ret);
+            ra = SIZE_MAX;
+            ret = 0;
         } else {
             if (ra == SIZE_MAX) ra = p;
             rb = end;
-            any_region = 1;
             last_sync = 0;
             int decl = WORD_IN(p, e - p, tl_type_words), pure = 1;
             if (decl) {
+                size_t first = c->nd;
                 if (!tl_declaration(c, p, end, a, b, &pure))
                     TL_FAIL(c, "a declaration it cannot read");
+                /* uniform: computed alike by every thread (from the parameters, blockIdx, ...)
+                   and never written, named nowhere before: a loop header may read it, from a
+                   copy at the body's level (CUEMU_TL_UNIFORM) */
+                for (size_t k = first; top && k < c->nd; k++) {
+                    tl_decl *d = &c->d[k];
+                    if (!d->noinit && c->nul < 16 && tl_expr_ok(c, d->ia, d->ib, 1)
+                        && !tl_written(d->name, d->len, d->ib, c->bc)
+                        && !tl_mentions(c->bo + 1, d->st, d->name, d->len)) {
+                        d->uniform = 1;
+                        c->ul[c->nul++] = k;
+                    }
+                }
             } else if (e > p) {
                 /* `T x`, `ns::T x`, `T<...> x`, `T *x =`: a type it does not know */
                 size_t q = skip_ws_fwd(e);
@@ -1442,6 +1470,14 @@ static int tl_hoist(tl_ctx *c)
     FILE *f = open_memstream(&text, &tl);
     if (!f) die("out of memory");
     fputs(" CUEMU_TL_BEGIN", f);
+    for (int u = 0; u < c->nul; u++) {
+        const tl_decl *d = &c->d[c->ul[u]];
+        fputs(" CUEMU_TL_UNIFORM(", f);
+        emit_flat(f, d->st, d->te, 0);
+        fprintf(f, " %.*s = ", (int)d->len, src + d->name);
+        emit_flat(f, d->ia, d->ib, 0);
+        fputs(";)", f);
+    }
     for (size_t k = 0; k < c->nd; k++) {
         const tl_decl *d = &c->d[k];
         if (!d->hoist) continue;

@@ -7,8 +7,8 @@ input line that is not part of a launch or an extern __shared__ declaration come
 on the same line, but for two additions the rewriter makes in place: a kernel's __cluster_dims__
 registration after the line that ends its definition, and the members gridDim and blockDim
 renamed cuemu_gridDim and cuemu_blockDim (the built-in variables are macros), and the barrier
-thread loops' words in a kernel it runs so (CUEMU_TL_BEGIN and its CUEMU_TL_VARs after the
-body's `{`, CUEMU_TL_REGION and its CUEMU_TL_LOADs before a stretch, its CUEMU_TL_SAVEs and
+thread loops' words in a kernel it runs so (CUEMU_TL_BEGIN, its CUEMU_TL_UNIFORMs and its
+CUEMU_TL_VARs after the body's `{`, CUEMU_TL_REGION and its CUEMU_TL_LOADs before a stretch, its CUEMU_TL_SAVEs and
 CUEMU_TL_REGION_END after it, CUEMU_TL_NOINIT(array, name, declaration) around a declaration
 without an initialiser, CUEMU_TL_SYNC() for __syncthreads(), CUEMU_TL_RETURN for `return`,
 CUEMU_TL_END before the `}`), the
@@ -63,7 +63,7 @@ def in_place(a, b):
     for m in ("gridDim", "blockDim"):
         b = b.replace(".cuemu_" + m, "." + m).replace("->cuemu_" + m, "->" + m)
     # thread loops: what each kernel's body, stretch and barrier gained (cuemu_split.h)
-    b = re.sub(r" CUEMU_TL_BEGIN(?: CUEMU_TL_VAR\([^()]*\))* ", "", b)
+    b = re.sub(r" CUEMU_TL_BEGIN(?: CUEMU_TL_UNIFORM\([^;]*;\))*(?: CUEMU_TL_VAR\([^()]*\))* ", "", b)
     b = re.sub(r"(?: CUEMU_TL_SAVE\([^()]*\))* CUEMU_TL_REGION_END(?:_R)?", "", b)
     b = re.sub(r"CUEMU_TL_REGION(?:_R)?(?: CUEMU_TL_LOAD\([^()]*\))* ", "", b)
     b = re.sub(r"CUEMU_TL_NOINIT\(\w+, \w+, ([^;]*;)\)", r"\1", b)

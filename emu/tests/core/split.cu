@@ -7,7 +7,8 @@
  * fibers from a kernel that stays there), and, on the emulator, the reports a fiber run gives:
  * a deadlock at a later barrier or at a helper's, a fault after a barrier, and a wait
  * the split could not see (through a function pointer), refused with the way out (and run, in
- * a build without the split: make EMU_SPLIT=0).
+ * a build without the split: make EMU_SPLIT=0), and a kernel as students write it (a thread
+ * loop: emu/rewrite's tl_plan).
  * Valid CUDA: on a GPU every check but the emulator's reports runs the same.
  */
 #include <cooperative_groups.h>
@@ -167,6 +168,27 @@ __global__ void hidden_wait_kernel(int *out)
     out[threadIdx.x] = s[31 - threadIdx.x];
 }
 
+// a tiled sum written as students write it: indices first, the tile after them, a bound every
+// thread computes alike, a sum kept per thread across barriers, and a value declared unset
+// (a thread loop in the emulator's default build, a coroutine in split_coroutines)
+__global__ void tiles_kernel(const int *in, int *out, int n)
+{
+    int tx = threadIdx.x;
+    int base = blockIdx.x * 64;
+    __shared__ int tile[64];
+    int tiles = (n + 63) / 64;
+    int acc = 0;
+    int last;
+    for (int t = 0; t < tiles; t++) {
+        tile[tx] = t * 64 + tx < n ? in[t * 64 + tx] : 0;
+        __syncthreads();
+        last = tile[(tx + base) % 64];
+        acc += last;
+        __syncthreads();
+    }
+    out[base + tx] = acc + 0 * last;
+}
+
 int main()
 {
     const int n = 256 * 37 + 11, blocks = (n + 255) / 256;
@@ -188,6 +210,14 @@ int main()
         EXPECT_EQ_INT(a[blk], want);
         EXPECT_EQ_INT(b[blk], want);
         EXPECT_EQ_INT(c[blk], want);
+    }
+
+    tiles_kernel<<<2, 64>>>(in, o, 200);
+    CUDA_OK(cudaDeviceSynchronize());
+    for (int t = 0; t < 128; t++) {
+        int want = 0;
+        for (int k = t % 64; k < 200; k += 64) want += in[k];
+        EXPECT_EQ_INT(o[t], want);
     }
 
     count_helper_kernel<<<1, 96>>>(o);

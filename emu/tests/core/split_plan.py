@@ -93,6 +93,15 @@ __global__ void loops_nested(float *p, int n) { __shared__ float s[64];
         __syncthreads(); } p[threadIdx.x] += s[63 - threadIdx.x]; __syncthreads(); } }
 __global__ void loops_unset(float *p) { __shared__ float s[64]; float v; s[threadIdx.x] = 1;
     __syncthreads(); v = s[63 - threadIdx.x]; __syncthreads(); p[threadIdx.x] = v; }
+__global__ void loops_student_tiles(const float *a, float *c, int n) { int tx = threadIdx.x;
+    int row = blockIdx.y * TILE + tx; __shared__ float ta[TILE]; int tiles = (n + TILE - 1) / TILE;
+    float acc = 0.0f; for (int t = 0; t < tiles; t++) { ta[tx] = a[row * n + t * TILE + tx];
+        __syncthreads(); for (int k = 0; k < TILE; k++) acc += ta[k]; __syncthreads(); }
+    c[row] = acc; }
+__global__ void split_uniform_written(float *p, int n) { int m = n / 2; m += p[0] > 0;
+    for (int k = 0; k < m; k++) { p[k] = 1; __syncthreads(); } }
+__global__ void split_shared_after_load(float *p) { float v = p[0]; __shared__ float s[4];
+    s[0] = v; __syncthreads(); p[1] = s[0]; }
 __global__ void loops_early_return(float *p, int n) { if (threadIdx.x >= n) return;
     p[threadIdx.x] = 1; __syncthreads(); p[0] = 2; }
 __global__ void split_loop_per_thread(float *p) { for (int k = threadIdx.x; k < 64; k += 32) {
@@ -207,7 +216,10 @@ def main():
     for v, want in (("tx", True), ("row", True), ("acc", True), ("k", False), ("t", False)):
         if (f", cuemu_tlv_{v}_" in tiles) != want:
             errors.append(f"loops_tiles: {v} {'not ' if want else ''}kept per thread:\n{tiles}")
-    unset = text[text.index("void loops_unset("):text.index("void loops_early_return(")]
+    student = text[text.index("void loops_student_tiles("):text.index("void split_uniform_written(")]
+    if "CUEMU_TL_UNIFORM(int tiles = (n + TILE - 1) / TILE;)" not in student:
+        errors.append(f"loops_student_tiles: the loop's bound must be declared at the block's level:\n{student}")
+    unset = text[text.index("void loops_unset("):text.index("void loops_student_tiles(")]
     if "CUEMU_TL_NOINIT(cuemu_tlv_v_" not in unset or "CUEMU_TL_SAVE(cuemu_tlv_v_" not in unset:
         errors.append(f"loops_unset: a value declared unset must be the thread's element:\n{unset}")
     if "CUEMU_TL_REGION_R" not in text[text.index("void loops_early_return("):]:
