@@ -887,34 +887,42 @@ static size_t pragma_unroll_at(size_t i);
    element per thread). A resumption of a coroutine costs about 80 instructions, a thread of a
    loop a handful: a tree reduction's idle threads cost next to nothing.
 
-     __shared__ float s[256];                 __shared__ float s[256];   (rewritten as before)
-     int i = ...;                             CUEMU_TL_REGION CUEMU_TL_REF(...)
-     s[t] = ...;                                  CUEMU_TL_DECL(int) i = ...; s[t] = ...;
-     __syncthreads();                         CUEMU_TL_REGION_END CUEMU_TL_SYNC();
+     __shared__ float s[256];            __shared__ float s[256];   (rewritten as before)
+     int i = ...; s[t] = in[i];          CUEMU_TL_REGION int i = ...; s[t] = in[i];
+                                             CUEMU_TL_REGION_END
+     __syncthreads();                    CUEMU_TL_SYNC();
      for (int k = blockDim.x / 2; k > 0; k >>= 1) {       (the loop runs once per block)
-         if (t < k) s[t] += s[t + k];             CUEMU_TL_REGION ... CUEMU_TL_REGION_END
-         __syncthreads();                         CUEMU_TL_SYNC();
+         if (t < k) s[t] += s[t + k];        CUEMU_TL_REGION ... CUEMU_TL_REGION_END
+         __syncthreads();                    CUEMU_TL_SYNC();
      }
-     if (t == 0) out[b] = s[0];               CUEMU_TL_REGION ... CUEMU_TL_REGION_END
+     if (t == 0) out[b] = s[0];          CUEMU_TL_REGION ... CUEMU_TL_REGION_END
 
+   A variable that a later stretch names gets an array (CUEMU_TL_VAR, at the body's start):
+   each later stretch reads the thread's value into a variable of the same name
+   (CUEMU_TL_LOAD) and every stretch writes it back at its end (CUEMU_TL_SAVE); declared
+   without a value, it is the thread's element itself in its own stretch (CUEMU_TL_NOINIT).
    A stretch of the coroutine run (a thread from one barrier to the next) is one region here,
    run by each thread in the block's order, so the race check, the thread orders and the
    reports see what they see split. That holds when:
    - every barrier is a `__syncthreads();` statement of the body, or of the body of a `for`
      loop of the body (loops nest) whose header reads only its own variable, the kernel's
-     parameters, blockDim, gridDim, blockIdx, numbers and macros defined as numbers (so every
-     thread runs it alike: it runs once per block), which its body does not change, and whose
-     body ends with a barrier and holds no break, continue or return;
-   - what stands between the last barrier and such a loop only declares variables from
-     threadIdx & co, without calls or memory (the loop's first stretch continues it);
-   - `__shared__` declarations come first, the parameters are never written (the block's
-     threads share the first thread's copies), the body has no goto, no launch and no
-     preprocessor line but `#pragma unroll`, and each declaration of a variable that outlives
-     its region is of a built-in type (the rewriter knows no other types' names).
-   A `return` ends the thread's stretch (the region is a lambda then): a thread that returned
-   before a barrier others wait at is the deadlock the coroutines report, reported the same
-   way (sched.c, cuemu_tl_sync). Anything else stays split as before (CUEMU_REWRITE_NO_TL=1:
-   every such kernel). */
+     parameters, blockDim, gridDim, blockIdx, numbers, macros defined as numbers and variables
+     of the body computed from those and never written again (declared again at the block's
+     level: CUEMU_TL_UNIFORM), so that every thread runs it alike and it runs once per block;
+     which its body does not change, and whose body ends with a barrier and holds no break,
+     continue or return;
+   - what stands between the last barrier and such a loop (or a `__shared__` declaration)
+     only declares variables from threadIdx & co, without calls or memory (no one could tell
+     the two stretches this makes of it from one);
+   - the parameters are never written, nor a member of one, nor handed to a function of this
+     file that takes a reference (the block's threads share the first thread's copies), the
+     body has no goto, no launch, no lambda, no local array and no preprocessor line but
+     `#pragma unroll`, and each declaration of a variable that outlives its region is of a
+     built-in type (the rewriter knows no other types' names), a pointer alone.
+   A `return` ends the thread's stretch (the region is a lambda then: CUEMU_TL_REGION_R): a
+   thread that returned before a barrier others wait at is the deadlock the coroutines report,
+   reported the same way (sched.c, cuemu_tl_sync). Anything else stays split as before
+   (CUEMU_REWRITE_TRACE=1 says which and why; CUEMU_REWRITE_NO_TL=1: every such kernel). */
 static const char *const tl_type_words[] = {
     "int", "unsigned", "signed", "char", "short", "long", "float", "double", "bool", "size_t",
     "ptrdiff_t", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t",
