@@ -204,6 +204,8 @@ CUEMU_HIDDEN void cuemu_co_active(int on);
    it runs in split code (1) or on a fiber (0: its barriers are the fibers'), and its frame's
    memory, taken when it is called and given back when its call ended. */
 CUEMU_HIDDEN int cuemu_co_is_active(void);
+CUEMU_HIDDEN void *cuemu_co_sub_alloc(size_t n);
+CUEMU_HIDDEN void cuemu_co_sub_free(void *p, size_t n);
 /* A thread-loop kernel (cuemu_split.h's CUEMU_TL_*): its block runs in the first thread's call
    (cuemu_tl_begin: the block's size, 0 for the other calls), each stretch between two barriers
    as a loop over the threads in the block's order (cuemu_tl_thread: position p runs next);
@@ -214,8 +216,6 @@ CUEMU_HIDDEN void cuemu_tl_thread(int p);
 void cuemu_tl_exit(int p);
 int  cuemu_tl_sync(const char *file, int line, int exited);
 void cuemu_tl_end(void);
-CUEMU_HIDDEN void *cuemu_co_sub_alloc(size_t n);
-CUEMU_HIDDEN void cuemu_co_sub_free(void *p, size_t n);
 
 enum cuemu_warp_kind {
     CUEMU_W_SYNC = 0, CUEMU_W_SHFL, CUEMU_W_UP, CUEMU_W_DOWN, CUEMU_W_XOR,
