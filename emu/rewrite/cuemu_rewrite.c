@@ -1035,18 +1035,26 @@ static int tl_unary_at(size_t p, size_t a)
     return !(is_id(c) || c == ')' || c == ']');
 }
 
+/* The first comma at the top level of [a, b) (brackets: those of open and close), or b: the
+   end of the parameter (angle brackets count) or declarator (they do not: `a < b`) at a. */
+static size_t tl_comma_end(size_t a, size_t b, const char *open, const char *close)
+{
+    int depth = 0;
+    for (; a < b; a++) {
+        if (!code[a]) continue;
+        if (strchr(open, src[a])) depth++;
+        else if (strchr(close, src[a])) depth--;
+        else if (src[a] == ',' && depth == 0) break;
+    }
+    return a;
+}
+#define tl_param_end(a, pc) tl_comma_end((a), (pc), "([{<", ")]}>")
+
 /* The kernel's parameters' names (from its parameter list), for uniformity. */
 static int tl_is_param(const tl_ctx *c, size_t w, size_t len)
 {
     for (size_t a = c->po + 1; a < c->pc;) {
-        size_t e = a;
-        int depth = 0;
-        for (; e < c->pc; e++) {
-            if (!code[e]) continue;
-            if (strchr("([{<", src[e])) depth++;
-            else if (strchr(")]}>", src[e])) depth--;
-            else if (src[e] == ',' && depth == 0) break;
-        }
+        size_t e = tl_param_end(a, c->pc);
         size_t l = 0;
         int pack = 0;
         size_t nm = param_name(a, e, &l, &pack);
@@ -1187,14 +1195,7 @@ static int tl_declaration(tl_ctx *c, size_t st, size_t end, size_t blk_a, size_t
     size_t a = skip_ws_fwd(first);
     int count = 0;
     while (a < semi) {
-        size_t e = a;
-        int depth = 0;
-        for (; e < semi; e++) {
-            if (!code[e]) continue;
-            if (strchr("([{", src[e])) depth++;
-            else if (strchr(")]}", src[e])) depth--;
-            else if (src[e] == ',' && depth == 0) break;
-        }
+        size_t e = tl_comma_end(a, semi, "([{", ")]}");
         size_t p = skip_ws_fwd(a), eq = e;
         while (p < e && (src[p] == '*' || isspace((unsigned char)src[p]) || !code[p])) p++;
         int ptr = p > skip_ws_fwd(a);
@@ -1396,14 +1397,7 @@ static int tl_check(tl_ctx *c, size_t self, size_t self_len)
         if (src[k] == '<' && src[k + 1] == '<' && src[k + 2] == '<') TL_FAIL(c, "a launch");
     }
     for (size_t a = c->po + 1; a < c->pc;) {
-        size_t e = a;
-        int depth = 0;
-        for (; e < c->pc; e++) {
-            if (!code[e]) continue;
-            if (strchr("([{<", src[e])) depth++;
-            else if (strchr(")]}>", src[e])) depth--;
-            else if (src[e] == ',' && depth == 0) break;
-        }
+        size_t e = tl_param_end(a, c->pc);
         size_t l = 0, vw = skip_ws_fwd(a);
         int pack = 0, none = !has_code(a, e) || (word_at(vw, "void") && !has_code(vw + 4, e));
         size_t nm = none ? 0 : param_name(a, e, &l, &pack);
@@ -1551,7 +1545,7 @@ static int tl_hoist(tl_ctx *c)
     free(c->e);
     c->e = NULL;
     c->ne = 0;
-    for (int pass = 0; pass < 3; pass++)
+    for (int pass = 0; pass < 2; pass++)
         for (size_t k = 0; k < nins; k++) {
             int is_end = ins[k].text[0] == ' ' && ins[k].pos != c->bo + 1;
             if ((pass == 0 && is_end) || (pass == 1 && !is_end))

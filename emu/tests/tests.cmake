@@ -16,9 +16,12 @@ endif()
 math(EXPR EMU_T60 "60 * ${EMU_TIMEOUT_SCALE}")
 math(EXPR EMU_T120 "120 * ${EMU_TIMEOUT_SCALE}")
 
-# Core tests: every thread order must give the same, right answers.
+# Core tests: every thread order must give the same, right answers. Kernels that run as
+# thread loops are built again to run as coroutines (emu/emu.mk's EMU_CO_TESTS, named
+# <test>_coroutines here and among the bugs below): the same answers and reports both ways.
 file(GLOB EMU_CORE_TESTS "${REPO_ROOT}/emu/tests/core/*.cu")
 list(SORT EMU_CORE_TESTS)
+list(APPEND EMU_CORE_TESTS split_coroutines threads_coroutines)
 foreach(src ${EMU_CORE_TESTS})
   get_filename_component(name "${src}" NAME_WE)
   foreach(order forward reverse random:7)
@@ -67,36 +70,18 @@ set(EMU_BUG_cluster_dsmem
 
 file(GLOB EMU_BUG_TESTS "${REPO_ROOT}/emu/tests/bugs/*.cu")
 list(SORT EMU_BUG_TESTS)
+list(APPEND EMU_BUG_TESTS divergent_barrier_coroutines smem_race_coroutines uninit_shared_coroutines)
 foreach(src ${EMU_BUG_TESTS})
   get_filename_component(name "${src}" NAME_WE)
-  if(NOT DEFINED EMU_BUG_${name})
-    message(FATAL_ERROR "emu/tests/bugs/${name}.cu has no expected message in tests.cmake")
+  string(REGEX REPLACE "_coroutines$" "" bug "${name}")   # the same expected message
+  if(NOT DEFINED EMU_BUG_${bug})
+    message(FATAL_ERROR "emu/tests/bugs/${bug}.cu has no expected message in tests.cmake")
   endif()
   add_test(NAME "emu/bugs/${name}" COMMAND "${EMU_TEST_BIN}/bugs/${name}"
            WORKING_DIRECTORY "${REPO_ROOT}")
   set_tests_properties("emu/bugs/${name}" PROPERTIES
     TIMEOUT ${EMU_T60} SKIP_RETURN_CODE 77 LABELS "emu"
-    PASS_REGULAR_EXPRESSION "${EMU_BUG_${name}}")
-endforeach()
-
-# Kernels that run as thread loops, built again to run as coroutines (emu/emu.mk's
-# EMU_CO_TESTS): the same answers and the same reports both ways.
-foreach(name split threads)
-  foreach(order forward reverse random:7)
-    string(REPLACE ":" "" tag "${order}")
-    add_test(NAME "emu/core/${name}_coroutines/${tag}" COMMAND "${EMU_TEST_BIN}/core/${name}_coroutines"
-             WORKING_DIRECTORY "${REPO_ROOT}")
-    set_tests_properties("emu/core/${name}_coroutines/${tag}" PROPERTIES
-      TIMEOUT ${EMU_T120} SKIP_RETURN_CODE 77 LABELS "emu"
-      ENVIRONMENT "CUEMU_ORDER=${order}")
-  endforeach()
-endforeach()
-foreach(name divergent_barrier smem_race uninit_shared)
-  add_test(NAME "emu/bugs/${name}_coroutines" COMMAND "${EMU_TEST_BIN}/bugs/${name}_coroutines"
-           WORKING_DIRECTORY "${REPO_ROOT}")
-  set_tests_properties("emu/bugs/${name}_coroutines" PROPERTIES
-    TIMEOUT ${EMU_T60} SKIP_RETURN_CODE 77 LABELS "emu"
-    PASS_REGULAR_EXPRESSION "${EMU_BUG_${name}}")
+    PASS_REGULAR_EXPRESSION "${EMU_BUG_${bug}}")
 endforeach()
 
 # The runtime half: every emu/tests/runtime/*.cu and emu/tests/parity.cu must exit 0.
